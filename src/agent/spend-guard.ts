@@ -1,0 +1,221 @@
+// The spend guard: code, not prompt, decides whether a launch may happen in this turn.
+import { sql } from 'kysely';
+import { ACTION_IDS } from '../slack/action-ids.js';
+import type { Db } from '../store/db.js';
+import { baselineRunId, findStep, nextStep, parsePlan, type Plan, type PlanStepKind } from './plan.js';
+import type { ToolContext } from './tools/tool.js';
+
+/** What a tool wants to do with the person's credits. */
+export type LaunchIntent =
+  | { tool: 'benchmark-launch'; benchmarkId: string; modelId: string }
+  | { tool: 'dataset-build'; runId: string; augmentation: number; heldOutFraction: number }
+  | { tool: 'training-launch'; datasetId: string; baseModelId: string };
+
+/** What a button authorizes; stored in its value and checked again when it is clicked. */
+export type ButtonGrant =
+  | { kind: 'approve'; intent: LaunchIntent; credits: number }
+  | { kind: 'next'; action: NextAction }
+  | { kind: 'retry'; trigger: string }
+  | { kind: 'pick'; text: string };
+
+export type NextAction =
+  | { action: 'train_on_failures'; runId: string; modelId: string; heldOutFraction: number; augmentation: number }
+  | { action: 'run_benchmark'; benchmarkId: string; modelId: string }
+  | { action: 'compare'; beforeRunId: string; afterRunId: string }
+  | { action: 'keep_model'; modelId: string };
+
+export type GuardDecision =
+  | { allowed: true; planStep: PlanStepKind | null; idempotencyKey: string }
+  | { allowed: false; reason: string; approval?: { intent: LaunchIntent; credits: number } };
+
+export function mayApprove(ctx: Pick<ToolContext, 'chat' | 'config'>, userId: string | null): boolean {
+  return userId !== null && (userId === ctx.chat.owner_user_id || ctx.config.spending.adminUserIds.includes(userId));
+}
+
+export function parseGrant(value: unknown): ButtonGrant | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    const grant = JSON.parse(value) as ButtonGrant;
+    return grant && typeof grant === 'object' && typeof grant.kind === 'string' ? grant : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function buttonGrant(ctx: Pick<ToolContext, 'trigger'>): ButtonGrant | undefined {
+  if (ctx.trigger.kind !== 'button') return undefined;
+  return parseGrant((ctx.trigger.payload as { value?: unknown }).value);
+}
+
+function sameIntent(a: LaunchIntent, b: LaunchIntent): boolean {
+  return JSON.stringify(normalizeIntent(a)) === JSON.stringify(normalizeIntent(b));
+}
+
+function normalizeIntent(intent: LaunchIntent): LaunchIntent {
+  switch (intent.tool) {
+    case 'benchmark-launch':
+      return { tool: intent.tool, benchmarkId: intent.benchmarkId, modelId: intent.modelId };
+    case 'dataset-build':
+      return { tool: intent.tool, runId: intent.runId, augmentation: intent.augmentation, heldOutFraction: intent.heldOutFraction };
+    case 'training-launch':
+      return { tool: intent.tool, datasetId: intent.datasetId, baseModelId: intent.baseModelId };
+  }
+}
+
+/** Which plan step, if any, this launch is. */
+export function matchPlanStep(plan: Plan, intent: LaunchIntent): PlanStepKind | undefined {
+  switch (intent.tool) {
+    case 'benchmark-launch': {
+      if (intent.benchmarkId !== plan.benchmarkId) return undefined;
+      if (intent.modelId === plan.baseModelId && findStep(plan, 'baseline_run')) return 'baseline_run';
+      if (plan.trainedModelId && intent.modelId === plan.trainedModelId && findStep(plan, 'trained_run')) return 'trained_run';
+      return undefined;
+    }
+    case 'dataset-build':
+      return findStep(plan, 'train') && intent.runId === baselineRunId(plan) ? 'train' : undefined;
+    case 'training-launch': {
+      const train = findStep(plan, 'train');
+      return train && train.datasetId === intent.datasetId && intent.baseModelId === plan.baseModelId ? 'train' : undefined;
+    }
+  }
+}
+
+/** Does a next-step button cover this launch? */
+function actionCovers(action: NextAction, intent: LaunchIntent, datasetRunId: string | undefined): boolean {
+  switch (action.action) {
+    case 'run_benchmark':
+      return intent.tool === 'benchmark-launch' && intent.benchmarkId === action.benchmarkId && intent.modelId === action.modelId;
+    case 'train_on_failures':
+      if (intent.tool === 'dataset-build') {
+        return intent.runId === action.runId && intent.heldOutFraction === action.heldOutFraction;
+      }
+      return intent.tool === 'training-launch' && intent.baseModelId === action.modelId && datasetRunId === action.runId;
+    default:
+      return false;
+  }
+}
+
+export async function chatSpentCredits(db: Db, teamId: string, chatId: string): Promise<number> {
+  const row = await db
+    .selectFrom('resources')
+    .select(sql<string>`coalesce(sum(coalesce(price_charged, price_estimate, 0)), 0)`.as('spent'))
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .where('status', '!=', 'failed')
+    .executeTakeFirstOrThrow();
+  return Number(row.spent);
+}
+
+/**
+ * Decides a launch. A turn woken by a platform event or the sweep may launch only the plan's next
+ * step; a button authorizes exactly its action; a person's own message may launch what they asked
+ * for if they may spend in this chat. Above the confirmation threshold, the chat's budget or the
+ * available balance, nothing is launched and the decision carries what to approve.
+ */
+export async function authorizeLaunch(
+  ctx: ToolContext,
+  intent: LaunchIntent,
+  price: { credits: number; availableCredits: number },
+  options: { toolUseId: string; datasetRunId?: string },
+): Promise<GuardDecision> {
+  const plan = parsePlan(ctx.chat.plan);
+  const planStep = plan ? matchPlanStep(plan, intent) : undefined;
+  const step = plan && planStep ? findStep(plan, planStep) : undefined;
+  const stepKey = step ? `chat-${ctx.chat.id}-${planStep}-${step.attempt}${intent.tool === 'dataset-build' ? '-dataset' : ''}` : undefined;
+  const adHocKey = `chat-${ctx.chat.id}-${ctx.trigger.id}-${options.toolUseId}`;
+  let approved = false;
+
+  switch (ctx.trigger.kind) {
+    case 'platform_event':
+    case 'reconcile': {
+      const next = plan ? nextStep(plan) : undefined;
+      if (!plan || !planStep || !next || next.kind !== planStep || next.status === 'failed') {
+        return {
+          allowed: false,
+          reason:
+            'Refused by the spend guard: a turn woken by a platform event may only launch the next step of the plan the person agreed to, and this launch is not that step. Report the result and offer the next step as buttons instead.',
+        };
+      }
+      break;
+    }
+    case 'button': {
+      if (!mayApprove(ctx, ctx.trigger.user_id)) {
+        return { allowed: false, reason: 'Refused by the spend guard: the person who pressed the button may not spend in this chat.' };
+      }
+      const grant = buttonGrant(ctx);
+      if (grant?.kind === 'approve') {
+        if (!sameIntent(grant.intent, intent)) {
+          return { allowed: false, reason: 'Refused by the spend guard: the approval button covers a different launch.' };
+        }
+        if (price.credits > grant.credits + 0.005) {
+          return {
+            allowed: false,
+            reason: `Refused by the spend guard: the price (${price.credits} credits) is above what was approved (${grant.credits}).`,
+            approval: { intent, credits: price.credits },
+          };
+        }
+        approved = true;
+      } else if (grant?.kind === 'next' && actionCovers(grant.action, intent, options.datasetRunId)) {
+        // The button stands for exactly this action.
+      } else {
+        return { allowed: false, reason: 'Refused by the spend guard: the button pressed does not authorize this launch.' };
+      }
+      break;
+    }
+    default: {
+      if (!mayApprove(ctx, ctx.trigger.user_id)) {
+        return {
+          allowed: false,
+          reason: `Refused by the spend guard: only <@${ctx.chat.owner_user_id}>, who started this thread, or an admin can spend credits here.`,
+        };
+      }
+    }
+  }
+
+  const key = stepKey ?? (ctx.trigger.kind === 'button' ? `chat-${ctx.chat.id}-button-${ctx.trigger.id}-${intent.tool}` : adHocKey);
+  if (price.credits <= 0) return { allowed: true, planStep: planStep ?? null, idempotencyKey: key };
+
+  if (price.credits > price.availableCredits) {
+    return {
+      allowed: false,
+      reason: `Not launched: it costs ${price.credits} credits and only ${price.availableCredits} are available. Top up the account, then press Approve.`,
+      approval: { intent, credits: price.credits },
+    };
+  }
+  if (!approved) {
+    const { confirmThreshold, chatBudget } = ctx.config.spending;
+    if (price.credits > confirmThreshold) {
+      return {
+        allowed: false,
+        reason: `Not launched: ${price.credits} credits is above the confirmation threshold of ${confirmThreshold} credits. The person must press Approve.`,
+        approval: { intent, credits: price.credits },
+      };
+    }
+    const spent = await chatSpentCredits(ctx.db, ctx.chat.team_id, ctx.chat.id);
+    if (spent + price.credits > chatBudget) {
+      return {
+        allowed: false,
+        reason: `Not launched: this thread has spent ${spent.toFixed(2)} credits and this launch (${price.credits}) would pass its budget of ${chatBudget}. The person must press Approve.`,
+        approval: { intent, credits: price.credits },
+      };
+    }
+  }
+  return { allowed: true, planStep: planStep ?? null, idempotencyKey: key };
+}
+
+/** The "Approve N credits" button for a refused launch. */
+export function approvalButton(approval: { intent: LaunchIntent; credits: number }): unknown {
+  const grant: ButtonGrant = { kind: 'approve', intent: approval.intent, credits: approval.credits };
+  return {
+    type: 'actions',
+    elements: [
+      {
+        type: 'button',
+        style: 'primary',
+        text: { type: 'plain_text', text: `Approve ${approval.credits} credits` },
+        action_id: ACTION_IDS.approve,
+        value: JSON.stringify(grant),
+      },
+    ],
+  };
+}

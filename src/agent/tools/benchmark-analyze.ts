@@ -1,0 +1,156 @@
+// benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison message.
+import { z } from 'zod';
+import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
+import type { Platform, Run } from '../../platform/platform.js';
+import { buildComparisonBlocks, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
+import { listChatResources, upsertResource } from '../../store/resources.js';
+import { updateStep } from '../plan.js';
+import { currentPlan, savePlan } from './shared.js';
+import { defineTool, ToolError, type ToolContext } from './tool.js';
+
+const PAGE = 500;
+
+/** Every per-question result of a run, walking the cursor; kept out of the model's context. */
+export async function fetchOutcomes(platform: Platform, runId: string): Promise<QuestionOutcome[]> {
+  const out: QuestionOutcome[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await platform.listRunResults(runId, { limit: PAGE, ...(cursor ? { cursor } : {}) });
+    for (const item of page.items) {
+      out.push({
+        questionId: item.questionId,
+        category: item.category,
+        ...(item.correct !== null ? { correct: item.correct } : {}),
+        score: item.score,
+      });
+    }
+    if (!page.nextCursor) return out;
+    cursor = page.nextCursor;
+  }
+}
+
+async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUsd: number }> {
+  const resources = await listChatResources(ctx.db, ctx.chat.team_id, ctx.chat.id);
+  const labels: Record<string, string> = { baseline_run: 'baseline run', train: 'training', trained_run: 'trained-model run' };
+  const costs: CostLine[] = [];
+  for (const r of resources) {
+    if (r.kind !== 'run' && r.kind !== 'training') continue;
+    let charged = r.price_charged !== null ? Number(r.price_charged) : null;
+    if (charged === null) {
+      // Read the platform for what it charged since the event (the sweep may not have run).
+      const fresh = r.kind === 'run' ? await ctx.platform.getRun(r.platform_id) : await ctx.platform.getTraining(r.platform_id);
+      charged = 'chargedCredits' in fresh ? fresh.chargedCredits : fresh.priceChargedCredits;
+    }
+    costs.push({
+      label: `${labels[r.plan_step ?? ''] ?? r.kind} ${r.platform_id}`,
+      credits: charged ?? Number(r.price_estimate ?? 0),
+      charged: charged !== null,
+    });
+  }
+  const row = await ctx.db
+    .selectFrom('turns')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.val('0')).as('usd'))
+    .where('team_id', '=', ctx.chat.team_id)
+    .where('chat_id', '=', ctx.chat.id)
+    .executeTakeFirstOrThrow();
+  return { costs, agentUsd: Number(row.usd) };
+}
+
+function requireCompleted(run: Run): void {
+  if (run.status !== 'completed') throw new ToolError(`Run ${run.id} is ${run.status}; only completed runs can be compared.`);
+}
+
+export const benchmarkAnalyze = defineTool({
+  name: 'benchmark-analyze',
+  description:
+    'Compare two completed runs of the same benchmark (before and after training), question by question, in code: accuracy with intervals, fixed/broken questions, exact McNemar p-value, trained-on vs not-trained-on split, noise floor, and a verdict with its reason. Attaches the comparison table, the cost of every step and next-step buttons to your message. Free.',
+  input: z.object({ beforeRunId: z.string().min(1), afterRunId: z.string().min(1) }),
+  run: async ({ beforeRunId, afterRunId }, ctx) => {
+    const [before, after] = await Promise.all([ctx.platform.getRun(beforeRunId), ctx.platform.getRun(afterRunId)]);
+    requireCompleted(before);
+    requireCompleted(after);
+    if (before.benchmarkId !== after.benchmarkId) {
+      throw new ToolError(`Runs ${before.id} and ${after.id} are on different benchmarks (${before.benchmarkId}, ${after.benchmarkId}).`);
+    }
+    const [benchmark, afterModel, beforeOutcomes, afterOutcomes] = await Promise.all([
+      ctx.platform.getBenchmark(before.benchmarkId),
+      ctx.platform.getModel(after.modelId),
+      fetchOutcomes(ctx.platform, before.id),
+      fetchOutcomes(ctx.platform, after.id),
+    ]);
+    let trainedOn: string[] | undefined;
+    let heldOut: string[] | undefined;
+    if (afterModel.kind === 'fine_tuned' && afterModel.datasetId) {
+      const dataset = await ctx.platform.getDataset(afterModel.datasetId);
+      trainedOn = dataset.trainedQuestionIds;
+      heldOut = dataset.heldOutQuestionIds;
+    }
+    // A rerun of the "before" model in this chat gives the noise floor.
+    const resources = await listChatResources(ctx.db, ctx.chat.team_id, ctx.chat.id);
+    const rerun = resources.find(
+      (r) =>
+        r.kind === 'run' &&
+        r.platform_id !== before.id &&
+        r.status === 'completed' &&
+        (r.details as { modelId?: string; benchmarkId?: string }).modelId === before.modelId &&
+        (r.details as { benchmarkId?: string }).benchmarkId === before.benchmarkId,
+    );
+    const baselineRerun = rerun ? await fetchOutcomes(ctx.platform, rerun.platform_id) : undefined;
+    const comparison = compareRuns({
+      before: beforeOutcomes,
+      after: afterOutcomes,
+      scoring: benchmark.scoring,
+      ...(trainedOn ? { trainedOn } : {}),
+      ...(heldOut ? { heldOut } : {}),
+      ...(baselineRerun ? { baselineRerun } : {}),
+    });
+
+    const plan = currentPlan(ctx);
+    if (plan) await savePlan(ctx, updateStep(plan, 'compare', { status: 'completed' }));
+    await upsertResource(ctx.db, {
+      teamId: ctx.chat.team_id,
+      chatId: ctx.chat.id,
+      turnId: ctx.turn.id,
+      kind: 'comparison',
+      platformId: `${before.id}:${after.id}`,
+      planStep: plan ? 'compare' : null,
+      status: 'completed',
+      priceEstimate: 0,
+      webUrl: null,
+      details: { comparison, beforeRunId: before.id, afterRunId: after.id },
+    });
+    const { costs, agentUsd } = await chatCosts(ctx);
+    const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
+    const blocks = buildComparisonBlocks({
+      comparison,
+      before: { runId: before.id, modelId: before.modelId },
+      after: { runId: after.id, modelId: after.modelId },
+      costs,
+      agentUsd,
+      elapsedMs: Date.now() - started,
+      nextSteps: nextStepsFor(comparison, {
+        benchmarkId: before.benchmarkId,
+        baseModelId: before.modelId,
+        trainedModelId: after.modelId,
+        beforeRunId: before.id,
+        afterRunId: after.id,
+        augmentation: plan?.augmentation ?? 5,
+      }),
+    });
+    const o = comparison.overall;
+    const facts = [
+      `Verdict (computed in code): ${comparison.verdict.outcome}. Reason: ${comparison.verdict.reason}`,
+      `All ${o.questions} questions: ${formatPercent(o.accuracyBefore.rate)} -> ${formatPercent(o.accuracyAfter.rate)} (${formatPoints(o.change.estimate)}, 95% CI ${formatPointsRange(o.change.interval)}), fixed ${o.table.fixed}, broken ${o.table.broken}, both right ${o.table.bothRight}, both wrong ${o.table.bothWrong}, McNemar ${formatPClause(o.mcnemarP)}.`,
+    ];
+    if (comparison.training) {
+      const t = comparison.training;
+      facts.push(`Trained-on questions (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
+      facts.push(`Not-trained-on questions (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)}.`);
+      if (t.generalizationNote) facts.push(t.generalizationNote);
+    }
+    if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);
+    facts.push(`Cost: ${costs.map((c) => `${c.label} ${c.credits} credits${c.charged ? '' : ' (estimated)'}`).join(', ')}; agent $${agentUsd.toFixed(4)} so far.`);
+    facts.push('The table, the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
+    return { content: facts.join('\n'), attachments: blocks };
+  },
+});

@@ -1,0 +1,52 @@
+// benchmark-launch: starts a benchmark run on a model, after the spend guard agrees.
+import { z } from 'zod';
+import type { BenchmarkPricing } from '../../platform/platform.js';
+import { authorizeLaunch } from '../spend-guard.js';
+import { refusalResult } from './launch-refusal.js';
+import { recordLaunch, sandboxNote } from './shared.js';
+import { defineTool } from './tool.js';
+
+export const benchmarkLaunch = defineTool({
+  name: 'benchmark-launch',
+  description:
+    'Launch a benchmark run of a model (exact model id). Spends credits. Returns the run id, its link, the price and the balance left. Refused when it is not what the person agreed to, or above the confirmation threshold, the thread budget or the balance (then an approval button is attached).',
+  input: z.object({ benchmarkId: z.string().min(1), modelId: z.string().min(1) }),
+  run: async ({ benchmarkId, modelId }, ctx) => {
+    const [benchmark, model, balance] = await Promise.all([
+      ctx.platform.getBenchmark(benchmarkId),
+      ctx.platform.getModel(modelId),
+      ctx.platform.getBalance(),
+    ]);
+    const price = priceOf(benchmark.pricing, model.params);
+    const decision = await authorizeLaunch(
+      ctx,
+      { tool: 'benchmark-launch', benchmarkId, modelId },
+      { credits: price, availableCredits: balance.availableCredits },
+      { toolUseId: ctx.toolUseId ?? 'call' },
+    );
+    if (!decision.allowed) return refusalResult(decision);
+    const run = await ctx.platform.launchRun({ benchmarkId, modelId }, decision.idempotencyKey);
+    await recordLaunch(ctx, {
+      kind: 'run',
+      platformId: run.id,
+      planStep: decision.planStep,
+      status: run.status,
+      priceEstimate: run.priceCredits,
+      webUrl: run.webUrl,
+      details: { benchmarkId, modelId },
+      stepChange: { status: 'launched', runId: run.id },
+    });
+    const after = await ctx.platform.getBalance();
+    return {
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. Balance ${after.balanceCredits} credits (${after.availableCredits} available after reserving work in flight)${sandboxNote(ctx)}.${decision.planStep ? ` This is plan step ${decision.planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
+    };
+  },
+});
+
+/** The run price from the benchmark's pricing: flat, or the first size tier the model fits in. */
+export function priceOf(pricing: BenchmarkPricing, params: number): number {
+  if (pricing.type === 'flat') return pricing.credits;
+  const tiers = [...pricing.tiers].sort((a, b) => (a.maxParams ?? Infinity) - (b.maxParams ?? Infinity));
+  const tier = tiers.find((t) => t.maxParams === null || params <= t.maxParams) ?? tiers.at(-1)!;
+  return tier.credits;
+}

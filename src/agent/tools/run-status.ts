@@ -1,0 +1,28 @@
+// run-status: a run's status, score per category and price, compactly.
+import { z } from 'zod';
+import { pct } from './shared.js';
+import { defineTool } from './tool.js';
+
+export const runStatus = defineTool({
+  name: 'run-status',
+  description: 'Read a benchmark run: status, overall score, per-category scores, price charged, link.',
+  input: z.object({ runId: z.string().min(1) }),
+  run: async ({ runId }, ctx) => {
+    const run = await ctx.platform.getRun(runId);
+    return { content: describeRun(run) };
+  },
+});
+
+export function describeRun(run: Awaited<ReturnType<import('../../platform/platform.js').Platform['getRun']>>): string {
+  const parts = [`Run ${run.id} (benchmark ${run.benchmarkId}, model ${run.modelId}): ${run.status}`];
+  if (run.score !== null) {
+    parts.push(`score ${pct(run.score)} over ${run.questionCount} questions`);
+  }
+  if (run.categoryScores?.length) {
+    parts.push(`per category: ${run.categoryScores.map((c) => `${c.category} ${pct(c.score)} (${c.questionCount})`).join(', ')}`);
+  }
+  parts.push(run.chargedCredits !== null ? `charged ${run.chargedCredits} credits` : `price ${run.priceCredits} credits`);
+  if (run.errorMessage) parts.push(`error: ${run.errorMessage}`);
+  parts.push(`link ${run.webUrl}`);
+  return parts.join('; ');
+}

@@ -1,0 +1,66 @@
+// The shape of an agent tool: a zod-typed input, a run function, and a compact result for the model.
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Config } from '../../config.js';
+import type { Platform } from '../../platform/platform.js';
+import type { Db } from '../../store/db.js';
+import type { Chat, Trigger, Turn } from '../../store/tables.js';
+
+export interface ToolContext {
+  db: Db;
+  config: Config;
+  logger: Logger;
+  platform: Platform;
+  /** Whether the platform is the sandbox; every message about it says so. */
+  sandbox: boolean;
+  chat: Chat;
+  turn: Turn;
+  trigger: Trigger;
+  /** The id of the tool call being run; stable across a crash-and-resume of the turn. */
+  toolUseId?: string;
+}
+
+export interface ToolResult {
+  /** What the model reads: compact text or JSON, never per-question dumps. */
+  content: string;
+  isError?: boolean;
+  /** Slack blocks built by code that the turn's post carries (tables, buttons). */
+  attachments?: unknown[];
+}
+
+export interface AgentTool<Input = unknown> {
+  name: string;
+  description: string;
+  input: z.ZodType<Input>;
+  run(input: Input, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** A failure the model should read and act on (sent back as an `is_error` tool result). */
+export class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly code: string = 'tool_error',
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+export function defineTool<Input>(tool: AgentTool<Input>): AgentTool<Input> {
+  return tool;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  input_schema: { type: 'object'; [key: string]: unknown };
+}
+
+/** JSON Schema tool definitions, generated once; the same bytes are sent on every request. */
+export function toolDefinitions(tools: readonly AgentTool<never>[]): ToolDefinition[] {
+  return tools.map((tool) => {
+    const schema = z.toJSONSchema(tool.input as z.ZodType, { target: 'draft-7' }) as Record<string, unknown>;
+    delete schema.$schema;
+    return { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
+  });
+}

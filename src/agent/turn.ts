@@ -1,0 +1,319 @@
+// One turn of the agent for one trigger: load the chat, run the tool loop, store and post the answer.
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Platform } from '../platform/platform.js';
+import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
+import type { SlackPoster } from '../slack/poster.js';
+import { recordActivity } from '../store/activity.js';
+import { getChat } from '../store/chats.js';
+import type { Db } from '../store/db.js';
+import { appendMessage, listMessages } from '../store/messages.js';
+import { createPost } from '../store/posts.js';
+import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
+import { getTrigger, setTriggerStatus } from '../store/triggers.js';
+import { addTurnUsage, finishTurn, getOrCreateTurn } from '../store/turns.js';
+import { buildRequest, toMessageParams } from './conversation.js';
+import { describeModelFailure, usageOf, type ModelClient } from './model.js';
+import { costUsd, pricesFor } from './pricing.js';
+import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
+
+type Block = Anthropic.Messages.ContentBlockParam;
+
+/** Cap on model calls in one turn, so a confused model cannot spin forever on the user's money. */
+const MAX_MODEL_CALLS_PER_TURN = 16;
+
+export interface TurnHooks {
+  /**
+   * Decides whether the trigger may start a turn at all (authorization of a button click, say).
+   * Returning `{ refuse }` ends the trigger without a model call.
+   */
+  preflight?(ctx: ToolContext): Promise<{ refuse?: { ephemeral: string } } | undefined>;
+  /** The user message the model reads for this trigger (a platform event fetches its resource). */
+  renderTrigger?(ctx: ToolContext): Promise<string>;
+  /** Runs after the turn's writes are committed and its posts delivered. */
+  afterTurn?(ctx: ToolContext): Promise<void>;
+}
+
+export interface TurnDeps {
+  db: Db;
+  config: Config;
+  logger: Logger;
+  model: ModelClient;
+  platform: Platform;
+  sandbox: boolean;
+  poster: SlackPoster;
+  system: string;
+  tools: readonly AgentTool<never>[];
+  toolDefinitions: readonly ToolDefinition[];
+  hooks?: TurnHooks;
+}
+
+export interface JobInfo {
+  attempts: number;
+  maxAttempts: number;
+}
+
+/** Thrown to make the job engine retry the turn later (with backoff) without telling the user yet. */
+export class RetryLater extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RetryLater';
+  }
+}
+
+/**
+ * Runs (or resumes) the turn of a trigger. Safe to call again after a crash at any point: the turn,
+ * its messages and its posts are keyed by the trigger, tool launches carry idempotency keys, and
+ * posts already delivered are not sent again.
+ */
+export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): Promise<void> {
+  const trigger = await getTrigger(deps.db, triggerId);
+  if (!trigger) {
+    deps.logger.warn({ triggerId }, 'trigger not found; skipping');
+    return;
+  }
+  const log = deps.logger.child({ triggerId, teamId: trigger.team_id, chatId: trigger.chat_id });
+  const chat = await getChat(deps.db, trigger.team_id, trigger.chat_id);
+  if (!chat) {
+    log.error('chat of trigger not found');
+    return;
+  }
+  if (trigger.status === 'done' || trigger.status === 'failed') {
+    await deps.poster.deliverPending(chat.team_id, chat.id);
+    return;
+  }
+  await setTriggerStatus(deps.db, chat.team_id, trigger.id, 'running');
+  const { turn } = await getOrCreateTurn(deps.db, {
+    teamId: chat.team_id,
+    chatId: chat.id,
+    triggerId: trigger.id,
+    model: deps.config.agent.model,
+  });
+  const ctx: ToolContext = {
+    db: deps.db,
+    config: deps.config,
+    logger: log.child({ turnId: turn.id }),
+    platform: deps.platform,
+    sandbox: deps.sandbox,
+    chat,
+    turn,
+    trigger,
+  };
+
+  const refusal = await deps.hooks?.preflight?.(ctx);
+  if (refusal?.refuse) {
+    if (trigger.user_id) {
+      await deps.poster
+        .postEphemeral(chat.channel_id, trigger.user_id, refusal.refuse.ephemeral, chat.thread_ts)
+        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not send an ephemeral refusal'));
+    }
+    await finishTurn(deps.db, chat.team_id, turn.id, 'completed', 'refused');
+    await setTriggerStatus(deps.db, chat.team_id, trigger.id, 'done', 'refused');
+    return;
+  }
+
+  let rows = await listMessages(deps.db, chat.team_id, chat.id);
+  if (!rows.some((row) => row.turn_id === turn.id)) {
+    const text = deps.hooks?.renderTrigger ? await deps.hooks.renderTrigger(ctx) : renderTriggerText(trigger);
+    rows.push(
+      await appendMessage(deps.db, {
+        teamId: chat.team_id,
+        chatId: chat.id,
+        turnId: turn.id,
+        role: 'user',
+        content: [{ type: 'text', text }],
+      }),
+    );
+  }
+
+  for (let calls = 0; ; ) {
+    const last = rows.at(-1)!;
+    if (last.role === 'assistant' && last.turn_id === turn.id) {
+      const toolUses = (last.content as Block[]).filter(
+        (b): b is Anthropic.Messages.ToolUseBlockParam => b.type === 'tool_use',
+      );
+      if (toolUses.length === 0 || last.stop_reason !== 'tool_use') break;
+      rows.push(await runTools(deps, ctx, toolUses));
+      continue;
+    }
+    if (calls >= MAX_MODEL_CALLS_PER_TURN) {
+      ctx.logger.warn('turn reached its model-call cap');
+      break;
+    }
+    calls += 1;
+    const request = buildRequest({
+      model: deps.config.agent.model,
+      system: deps.system,
+      tools: deps.toolDefinitions,
+      messages: toMessageParams(rows),
+    });
+    let response;
+    try {
+      response = await deps.model.create(request);
+    } catch (error) {
+      await handleModelFailure(deps, ctx, error, job);
+      return;
+    }
+    const usage = usageOf(response);
+    const cost = costUsd(usage, pricesFor(response.model || deps.config.agent.model, deps.config.agent.priceOverrides));
+    const stored = await deps.db.transaction().execute(async (trx) => {
+      await addTurnUsage(trx, chat.team_id, turn.id, usage, cost);
+      return appendMessage(trx, {
+        teamId: chat.team_id,
+        chatId: chat.id,
+        turnId: turn.id,
+        role: 'assistant',
+        content: response.content as unknown[],
+        stopReason: response.stop_reason,
+        usage: { ...usage },
+      });
+    });
+    rows.push(stored);
+  }
+
+  const turnRows = rows.filter((row) => row.turn_id === turn.id);
+  const answer = finalText(turnRows);
+  const attachments = turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []);
+  const mention = trigger.user_id ?? chat.owner_user_id;
+  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox });
+  await deps.db.transaction().execute(async (trx) => {
+    const post = await createPost(trx, {
+      teamId: chat.team_id,
+      chatId: chat.id,
+      turnId: turn.id,
+      postKey: `turn:${turn.id}:reply`,
+      channelId: chat.channel_id,
+      threadTs: chat.thread_ts,
+      payload,
+    });
+    const finished = await finishTurn(trx, chat.team_id, turn.id, 'completed');
+    await recordActivity(trx, { chat, turn: finished, trigger, summary: answer, postId: post.id });
+    await setTriggerStatus(trx, chat.team_id, trigger.id, 'done');
+  });
+  await deps.poster.deliverPending(chat.team_id, chat.id);
+  await runAfterTurn(deps, ctx);
+}
+
+async function runAfterTurn(deps: TurnDeps, ctx: ToolContext): Promise<void> {
+  try {
+    await deps.hooks?.afterTurn?.(ctx);
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'after-turn hook failed');
+  }
+}
+
+async function runTools(
+  deps: TurnDeps,
+  ctx: ToolContext,
+  toolUses: Anthropic.Messages.ToolUseBlockParam[],
+): Promise<StoredMessage> {
+  const results: Block[] = [];
+  const attachments: unknown[] = [];
+  for (const use of toolUses) {
+    const result = await runTool(deps, ctx, use);
+    results.push({
+      type: 'tool_result',
+      tool_use_id: use.id,
+      content: result.content,
+      ...(result.isError ? { is_error: true } : {}),
+    });
+    if (result.attachments) attachments.push(...result.attachments);
+  }
+  return appendMessage(deps.db, {
+    teamId: ctx.chat.team_id,
+    chatId: ctx.chat.id,
+    turnId: ctx.turn.id,
+    role: 'user',
+    content: results,
+    attachments,
+  });
+}
+
+async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages.ToolUseBlockParam): Promise<ToolResult> {
+  const tool = deps.tools.find((t) => t.name === use.name);
+  if (!tool) return { content: `Unknown tool "${use.name}".`, isError: true };
+  const parsed = (tool.input as unknown as import('zod').ZodType).safeParse(use.input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { content: `Invalid input for ${use.name}: ${issue?.path.join('.') || 'input'} ${issue?.message ?? ''}`.trim(), isError: true };
+  }
+  const started = Date.now();
+  try {
+    const result = await (tool as AgentTool<unknown>).run(parsed.data, { ...ctx, toolUseId: use.id });
+    ctx.logger.info({ tool: use.name, ms: Date.now() - started, isError: result.isError ?? false }, 'tool ran');
+    return result;
+  } catch (error) {
+    if (error instanceof ToolError || isCodedError(error)) {
+      ctx.logger.info({ tool: use.name, code: (error as { code: string }).code }, 'tool returned an error');
+      return { content: `${(error as Error).message}`, isError: true };
+    }
+    throw error;
+  }
+}
+
+function isCodedError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'PlatformError';
+}
+
+async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unknown, job: JobInfo): Promise<void> {
+  const failure = describeModelFailure(error);
+  if (!failure) throw error;
+  const automatic = ctx.trigger.kind === 'platform_event' || ctx.trigger.kind === 'reconcile';
+  if (failure.transient && automatic && job.attempts < job.maxAttempts) {
+    ctx.logger.warn({ reason: failure.reason, attempt: job.attempts }, 'model unavailable; the turn will be retried');
+    throw new RetryLater(failure.reason);
+  }
+  ctx.logger.error({ reason: failure.reason }, 'model call failed; telling the thread');
+  const { chat, trigger, turn } = ctx;
+  const mention = trigger.user_id ?? chat.owner_user_id;
+  const payload = buildFailureBlocks({ mentionUserId: mention, reason: failure.reason, retryTriggerId: trigger.id });
+  await deps.db.transaction().execute(async (trx) => {
+    const post = await createPost(trx, {
+      teamId: chat.team_id,
+      chatId: chat.id,
+      turnId: turn.id,
+      postKey: `turn:${turn.id}:failure`,
+      channelId: chat.channel_id,
+      threadTs: chat.thread_ts,
+      payload,
+    });
+    const finished = await finishTurn(trx, chat.team_id, turn.id, 'failed', failure.reason);
+    await recordActivity(trx, { chat, turn: finished, trigger, summary: `Model unavailable: ${failure.reason}`, postId: post.id });
+    await setTriggerStatus(trx, chat.team_id, trigger.id, 'failed', failure.reason);
+  });
+  await deps.poster.deliverPending(chat.team_id, chat.id);
+  await runAfterTurn(deps, ctx);
+}
+
+/** The text the agent wrote at the end of the turn (its last assistant message with text). */
+export function finalText(turnRows: readonly StoredMessage[]): string {
+  for (let i = turnRows.length - 1; i >= 0; i -= 1) {
+    const row = turnRows[i]!;
+    if (row.role !== 'assistant') continue;
+    const text = (row.content as Block[])
+      .flatMap((b) => (b.type === 'text' ? [b.text] : []))
+      .join('\n')
+      .trim();
+    if (text) return text;
+  }
+  return 'Done.';
+}
+
+/** Plain rendering of a trigger for the model; platform events get a richer one from the hooks. */
+export function renderTriggerText(trigger: Trigger): string {
+  const payload = trigger.payload as Record<string, unknown>;
+  switch (trigger.kind) {
+    case 'mention':
+    case 'reply':
+      return `[Slack message from <@${trigger.user_id}>]\n${String(payload.text ?? '')}`;
+    case 'button':
+      return `[<@${trigger.user_id}> pressed the button "${String(payload.label ?? payload.actionId ?? '')}"]`;
+    case 'retry':
+      return `[<@${trigger.user_id}> asked to retry. Continue where the conversation stopped.]`;
+    default:
+      return `[${trigger.kind}] ${JSON.stringify(payload)}`;
+  }
+}
+
+export type { Chat, Turn };

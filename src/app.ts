@@ -1,0 +1,207 @@
+// Composition root: config -> db -> platform -> agent -> slack -> worker -> http.
+import path from 'node:path';
+import cron from 'node-cron';
+import type { Logger } from 'pino';
+import { createModelClient, type ModelClient } from './agent/model.js';
+import { SYSTEM_PROMPT } from './agent/system-prompt.js';
+import { createTools } from './agent/tools/index.js';
+import { toolDefinitions } from './agent/tools/tool.js';
+import { createTurnHooks } from './agent/turn-hooks.js';
+import type { TurnDeps } from './agent/turn.js';
+import type { Config } from './config.js';
+import { startHttpServer, WEBHOOK_PATH } from './http/server.js';
+import { createWebhookRoute } from './http/webhook-route.js';
+import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
+import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
+import { createLogger } from './logger.js';
+import { createHttpPlatform } from './platform/http-client.js';
+import type { Platform } from './platform/platform.js';
+import { startSandbox, type SandboxHandle } from './platform/sandbox/sandbox.js';
+import { createSlackApp } from './slack/app.js';
+import { createHomePublisher } from './slack/home.js';
+import { createSlackClients, SlackPoster } from './slack/poster.js';
+import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
+
+export interface Bot {
+  url: string;
+  config: Config;
+  db: DbHandle;
+  platform: Platform;
+  sandbox: SandboxHandle | undefined;
+  worker: WorkerHandle;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export interface BotOptions {
+  logger?: Logger;
+  /** Host to listen on (default all interfaces). */
+  host?: string;
+  /** Worker poll interval; LISTEN/NOTIFY wakes workers at once, polling only covers missed notifications. */
+  pollIntervalMs?: number;
+  /** Replaces the Messages API client (benchmarks only; tests use ANTHROPIC_BASE_URL). */
+  model?: ModelClient;
+  /** Extra settings for the in-process sandbox platform. */
+  sandbox?: { faults?: Record<string, number>; seed?: number; startingBalance?: number };
+}
+
+export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
+  const logger =
+    options.logger ??
+    createLogger({
+      level: config.logLevel,
+      secrets: [
+        config.slack.botToken,
+        config.slack.appToken,
+        config.slack.signingSecret,
+        config.agent.apiKey,
+        config.platform.apiToken,
+        config.platform.webhookSecret,
+      ],
+    });
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) => logger.warn({ err: error }, 'shutdown step failed'));
+    }
+  };
+  try {
+    let databaseUrl = config.databaseUrl;
+    let embedded: EmbeddedDatabase | undefined;
+    if (!databaseUrl) {
+      const dataDir = path.resolve(config.dataDir, 'postgres');
+      logger.info({ dataDir }, 'no DATABASE_URL: starting embedded PostgreSQL');
+      embedded = await startEmbeddedPostgres({ dataDir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+      cleanups.push(() => embedded!.stop());
+      databaseUrl = embedded.url;
+    }
+    const db = createDb(databaseUrl, {
+      max: Math.max(10, config.workerConcurrency + 10),
+      onError: (error) => logger.warn({ err: error }, 'idle database connection lost; the pool reconnects'),
+    });
+    cleanups.push(() => db.close());
+    await migrateToLatest(db.db);
+    await migrateJobEngine(db.pool, logger);
+
+    const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
+    const poster = new SlackPoster(db.db, slackClients, logger);
+    const home = createHomePublisher({ db: db.db, clients: slackClients, logger });
+
+    let workerHandle: WorkerHandle | undefined;
+    const enqueueHome = async (
+      teamId: string,
+      userId: string,
+      homeOptions: { scope?: string; page?: number; csv?: boolean } = {},
+    ) => {
+      const utils = workerHandle?.utils;
+      if (!utils) return;
+      await utils.addJob(
+        PUBLISH_HOME_TASK,
+        { teamId, userId, ...homeOptions },
+        homeOptions.csv ? { maxAttempts: 3 } : { jobKey: `home:${teamId}:${userId}`, maxAttempts: 3 },
+      );
+    };
+
+    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    const platformHolder: { platform?: Platform; secret?: string } = {};
+    const webhook = createWebhookRoute({
+      db: db.db,
+      logger,
+      get secret() {
+        return platformHolder.secret ?? '';
+      },
+      eventRetryAttempts: config.agent.eventRetryAttempts,
+    });
+    const http = await startHttpServer({
+      db: db.db,
+      logger,
+      port: config.port,
+      ...(options.host ? { host: options.host } : {}),
+      slack: slack.requestListener,
+      webhook,
+    });
+    cleanups.push(() => http.close());
+
+    let sandbox: SandboxHandle | undefined;
+    let platform: Platform;
+    const webhookUrl = `${config.publicUrl?.replace(/\/+$/, '') ?? http.url}${WEBHOOK_PATH}`;
+    if (config.platform.apiUrl) {
+      platform = createHttpPlatform({ baseUrl: config.platform.apiUrl, token: config.platform.apiToken! });
+      platformHolder.secret = config.platform.webhookSecret!;
+      if (config.publicUrl) {
+        await platform
+          .registerWebhook(webhookUrl)
+          .catch((error: unknown) => logger.warn({ err: error }, 'could not register the webhook URL with the platform'));
+      }
+    } else {
+      sandbox = await startSandbox({
+        databaseUrl,
+        timeScale: config.platform.sandboxTimeScale,
+        webhookUrl,
+        logger: logger.child({ component: 'sandbox' }),
+        ...(config.platform.webhookSecret ? { webhookSecret: config.platform.webhookSecret } : {}),
+        ...(options.sandbox?.faults ? { faults: options.sandbox.faults } : {}),
+        ...(options.sandbox?.seed !== undefined ? { seed: options.sandbox.seed } : {}),
+        ...(options.sandbox?.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
+      });
+      cleanups.push(() => sandbox!.stop());
+      platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
+      platformHolder.secret = sandbox.webhookSecret;
+      logger.info({ url: sandbox.url }, 'sandbox platform started in-process');
+    }
+    platformHolder.platform = platform;
+
+    const tools = createTools();
+    const turnDeps: TurnDeps = {
+      db: db.db,
+      config,
+      logger,
+      model: options.model ?? createModelClient(config.agent),
+      platform,
+      sandbox: sandbox !== undefined,
+      poster,
+      system: SYSTEM_PROMPT,
+      tools,
+      toolDefinitions: toolDefinitions(tools),
+      hooks: createTurnHooks({ enqueueHome }),
+    };
+    workerHandle = await startWorker({
+      pool: db.pool,
+      db: db.db,
+      logger,
+      concurrency: config.workerConcurrency,
+      staleSeconds: config.workerStaleSeconds,
+      ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+      taskList: createTaskList({
+        turn: turnDeps,
+        logger,
+        overdueSeconds: config.reconcile.overdueSeconds,
+        eventRetryAttempts: config.agent.eventRetryAttempts,
+        publishHome: home.publish,
+      }),
+    });
+    cleanups.push(() => workerHandle!.stop());
+
+    // Every replica schedules the sweep; the job key collapses them into one queued sweep.
+    const sweep = cron.schedule(config.reconcile.cron, () => {
+      workerHandle!.utils
+        .addJob(RECONCILE_TASK, {}, { jobKey: 'reconcile', jobKeyMode: 'preserve_run_at', maxAttempts: 1 })
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the reconcile sweep'));
+    });
+    cleanups.push(async () => {
+      await sweep.stop();
+    });
+
+    await slack.start();
+    cleanups.push(() => slack.stop());
+    logger.info(
+      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? 'sandbox' : config.platform.apiUrl },
+      'bot ready',
+    );
+    return { url: http.url, config, db, platform, sandbox, worker: workerHandle, logger, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,190 @@
+// Environment configuration, validated once at start-up with zod.
+import { z } from 'zod';
+import { DEFAULT_MODEL, parsePriceOverrides, type ModelPrices } from './agent/pricing.js';
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const url = (what: string) =>
+  optionalString.refine((value) => value === undefined || URL.canParse(value), {
+    message: `must be an absolute URL (${what})`,
+  });
+
+const positiveNumber = (fallback: number) =>
+  optionalString
+    .transform((value) => (value === undefined ? fallback : Number(value)))
+    .refine((value) => Number.isFinite(value) && value >= 0, { message: 'must be a non-negative number' });
+
+const positiveInt = (fallback: number) =>
+  optionalString
+    .transform((value) => (value === undefined ? fallback : Number(value)))
+    .refine((value) => Number.isInteger(value) && value >= 0, { message: 'must be a non-negative integer' });
+
+const EnvSchema = z
+  .object({
+    SLACK_BOT_TOKEN: optionalString.refine((v) => v !== undefined, {
+      message: 'is required: the bot token (xoxb-...) from your Slack app\'s "OAuth & Permissions" page',
+    }),
+    SLACK_APP_TOKEN: optionalString,
+    SLACK_SIGNING_SECRET: optionalString,
+    SLACK_API_URL: url('Slack Web API base, e.g. https://slack.com/api/'),
+    ANTHROPIC_API_KEY: optionalString.refine((v) => v !== undefined, {
+      message: 'is required: an API key for the Messages API (set ANTHROPIC_BASE_URL for a compatible endpoint)',
+    }),
+    ANTHROPIC_BASE_URL: url('Messages API base URL'),
+    AGENT_MODEL: optionalString.transform((v) => v ?? DEFAULT_MODEL),
+    AGENT_PRICES: optionalString,
+    AGENT_MAX_RETRIES: positiveInt(4),
+    AGENT_TIMEOUT_MS: positiveInt(120_000),
+    AGENT_EVENT_RETRY_ATTEMPTS: positiveInt(8),
+    DATABASE_URL: url('postgres://user:password@host:5432/db'),
+    DATA_DIR: optionalString.transform((v) => v ?? '.data'),
+    BENCHGEN_API_URL: url('platform API base URL'),
+    BENCHGEN_API_TOKEN: optionalString,
+    BENCHGEN_WEBHOOK_SECRET: optionalString,
+    PUBLIC_URL: url('public base URL of this bot, used to register the webhook'),
+    SANDBOX_TIME_SCALE: positiveNumber(1),
+    PORT: positiveInt(3000),
+    WORKER_CONCURRENCY: positiveInt(8),
+    SPEND_CONFIRM_THRESHOLD: positiveNumber(200),
+    CHAT_BUDGET: positiveNumber(1000),
+    ADMIN_USER_IDS: optionalString,
+    RECONCILE_CRON: optionalString.transform((v) => v ?? '* * * * *'),
+    RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
+    WORKER_STALE_SECONDS: positiveNumber(30),
+    LOG_LEVEL: z
+      .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      .optional()
+      .transform((v) => v ?? 'info'),
+  })
+  .superRefine((env, ctx) => {
+    if (!env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SLACK_SIGNING_SECRET'],
+        message:
+          'is required in HTTP mode (no SLACK_APP_TOKEN): copy it from "Basic Information" in your Slack app, or set SLACK_APP_TOKEN for Socket Mode',
+      });
+    }
+    if (env.SLACK_APP_TOKEN && !env.SLACK_APP_TOKEN.startsWith('xapp-')) {
+      ctx.addIssue({ code: 'custom', path: ['SLACK_APP_TOKEN'], message: 'must be an app-level token starting with xapp-' });
+    }
+    if (env.BENCHGEN_API_URL && !env.BENCHGEN_API_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['BENCHGEN_API_TOKEN'], message: 'is required when BENCHGEN_API_URL is set' });
+    }
+    if (env.BENCHGEN_API_URL && !env.BENCHGEN_WEBHOOK_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BENCHGEN_WEBHOOK_SECRET'],
+        message: 'is required when BENCHGEN_API_URL is set (the whsec_... secret the platform signs webhooks with)',
+      });
+    }
+    if (env.AGENT_PRICES) {
+      try {
+        parsePriceOverrides(env.AGENT_PRICES);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', path: ['AGENT_PRICES'], message: (error as Error).message });
+      }
+    }
+  });
+
+export interface Config {
+  slack: {
+    botToken: string;
+    appToken: string | undefined;
+    signingSecret: string | undefined;
+    apiUrl: string | undefined;
+    socketMode: boolean;
+  };
+  agent: {
+    apiKey: string;
+    baseUrl: string | undefined;
+    model: string;
+    priceOverrides: Record<string, ModelPrices>;
+    maxRetries: number;
+    timeoutMs: number;
+    eventRetryAttempts: number;
+  };
+  databaseUrl: string | undefined;
+  dataDir: string;
+  platform: {
+    apiUrl: string | undefined;
+    apiToken: string | undefined;
+    webhookSecret: string | undefined;
+    sandboxTimeScale: number;
+  };
+  publicUrl: string | undefined;
+  port: number;
+  workerConcurrency: number;
+  spending: {
+    confirmThreshold: number;
+    chatBudget: number;
+    adminUserIds: string[];
+  };
+  reconcile: { cron: string; overdueSeconds: number };
+  workerStaleSeconds: number;
+  logLevel: string;
+}
+
+/** Thrown for a missing or invalid variable; the message is one line naming it and what to do. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`Configuration error: ${variable} ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the environment. Throws {@link ConfigError} on the first problem found. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
+  }
+  const e = parsed.data;
+  return {
+    slack: {
+      botToken: e.SLACK_BOT_TOKEN!,
+      appToken: e.SLACK_APP_TOKEN,
+      signingSecret: e.SLACK_SIGNING_SECRET,
+      apiUrl: e.SLACK_API_URL,
+      socketMode: e.SLACK_APP_TOKEN !== undefined,
+    },
+    agent: {
+      apiKey: e.ANTHROPIC_API_KEY!,
+      baseUrl: e.ANTHROPIC_BASE_URL,
+      model: e.AGENT_MODEL,
+      priceOverrides: e.AGENT_PRICES ? parsePriceOverrides(e.AGENT_PRICES) : {},
+      maxRetries: e.AGENT_MAX_RETRIES,
+      timeoutMs: e.AGENT_TIMEOUT_MS,
+      eventRetryAttempts: Math.max(1, e.AGENT_EVENT_RETRY_ATTEMPTS),
+    },
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    platform: {
+      apiUrl: e.BENCHGEN_API_URL,
+      apiToken: e.BENCHGEN_API_TOKEN,
+      webhookSecret: e.BENCHGEN_WEBHOOK_SECRET,
+      sandboxTimeScale: e.SANDBOX_TIME_SCALE,
+    },
+    publicUrl: e.PUBLIC_URL,
+    port: e.PORT,
+    workerConcurrency: Math.max(1, e.WORKER_CONCURRENCY),
+    spending: {
+      confirmThreshold: e.SPEND_CONFIRM_THRESHOLD,
+      chatBudget: e.CHAT_BUDGET,
+      adminUserIds: (e.ADMIN_USER_IDS ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    },
+    reconcile: { cron: e.RECONCILE_CRON, overdueSeconds: e.RECONCILE_OVERDUE_SECONDS },
+    workerStaleSeconds: e.WORKER_STALE_SECONDS,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,53 @@
+// Job-engine tasks: run a turn, sweep overdue platform work, refresh an App Home view.
+import type { Task, TaskList } from 'graphile-worker';
+import type { Logger } from 'pino';
+import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
+import { RUN_TURN_TASK } from '../store/triggers.js';
+import { reconcileOverdue } from './reconcile.js';
+
+export const RECONCILE_TASK = 'reconcile';
+export const PUBLISH_HOME_TASK = 'publish_home';
+
+export interface TaskDeps {
+  turn: TurnDeps;
+  logger: Logger;
+  overdueSeconds: number;
+  eventRetryAttempts: number;
+  publishHome(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
+}
+
+export function createTaskList(deps: TaskDeps): TaskList {
+  const runTurnTask: Task = async (payload, helpers) => {
+    const { triggerId } = payload as { triggerId: string };
+    try {
+      await runTurn(deps.turn, triggerId, { attempts: helpers.job.attempts, maxAttempts: helpers.job.max_attempts });
+    } catch (error) {
+      if (!(error instanceof RetryLater)) deps.logger.error({ err: error, triggerId }, 'turn failed; it will be retried');
+      throw error;
+    }
+  };
+  const reconcileTask: Task = async () => {
+    await reconcileOverdue({
+      db: deps.turn.db,
+      platform: deps.turn.platform,
+      logger: deps.logger,
+      overdueSeconds: deps.overdueSeconds,
+      eventRetryAttempts: deps.eventRetryAttempts,
+    });
+  };
+  const publishHomeTask: Task = async (payload) => {
+    const { teamId, userId, scope, page, csv } = payload as {
+      teamId: string;
+      userId: string;
+      scope?: string;
+      page?: number;
+      csv?: boolean;
+    };
+    await deps.publishHome(teamId, userId, {
+      ...(scope ? { scope } : {}),
+      ...(page !== undefined ? { page } : {}),
+      ...(csv ? { csv } : {}),
+    });
+  };
+  return { [RUN_TURN_TASK]: runTurnTask, [RECONCILE_TASK]: reconcileTask, [PUBLISH_HOME_TASK]: publishHomeTask };
+}

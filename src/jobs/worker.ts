@@ -1,0 +1,135 @@
+// The job engine (graphile-worker): runs turns per chat queue, and unlocks jobs of crashed processes.
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import {
+  makeWorkerUtils,
+  run,
+  runMigrations,
+  type Logger as GraphileLogger,
+  type Runner,
+  type TaskList,
+  type WorkerEvents,
+  type WorkerUtils,
+  Logger as GraphileLoggerClass,
+} from 'graphile-worker';
+import { sql } from 'kysely';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+
+export interface WorkerHandle {
+  utils: WorkerUtils;
+  /** Worker ids of this process, for heartbeats. */
+  workerIds(): string[];
+  /** Unlocks jobs held by workers whose process stopped heart-beating (crashed); returns their ids. */
+  reapDeadWorkers(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+function graphileLogger(logger: Logger): GraphileLogger {
+  return new GraphileLoggerClass(() => (level, message, meta) => {
+    const child = logger.child({ component: 'graphile-worker' });
+    if (level === 'error') child.error(meta ?? {}, message);
+    else if (level === 'warning') child.warn(meta ?? {}, message);
+    else child.debug(meta ?? {}, message);
+  });
+}
+
+/** Creates the job engine's schema (idempotent, lock-protected), before any trigger is enqueued. */
+export async function migrateJobEngine(pool: pg.Pool, logger: Logger): Promise<void> {
+  await runMigrations({ pgPool: pool, logger: graphileLogger(logger) });
+}
+
+export async function startWorker(options: {
+  pool: pg.Pool;
+  db: Db;
+  logger: Logger;
+  concurrency: number;
+  taskList: TaskList;
+  /** A process whose heartbeat is older than this is considered dead and its jobs are unlocked. */
+  staleSeconds: number;
+  pollIntervalMs?: number;
+}): Promise<WorkerHandle> {
+  const { db, logger } = options;
+  const processId = randomUUID();
+  const ids = new Set<string>();
+  const events: WorkerEvents = new EventEmitter() as WorkerEvents;
+  events.on('worker:create', ({ worker }) => {
+    ids.add(worker.workerId);
+  });
+  events.on('worker:stop', ({ worker }) => {
+    ids.delete(worker.workerId);
+  });
+  const glog = graphileLogger(logger);
+  const utils = await makeWorkerUtils({ pgPool: options.pool, logger: glog });
+
+  const heartbeat = async () => {
+    const workerIds = [...ids];
+    if (workerIds.length === 0) return;
+    await db
+      .insertInto('worker_heartbeats')
+      .values(workerIds.map((worker_id) => ({ worker_id, process_id: processId, last_seen: new Date() })))
+      .onConflict((oc) => oc.column('worker_id').doUpdateSet({ last_seen: new Date() }))
+      .execute();
+  };
+
+  const reapDeadWorkers = async (): Promise<string[]> => {
+    const stale = `${Math.max(1, options.staleSeconds)} seconds`;
+    const rows = await sql<{ locked_by: string }>`
+      select distinct locked_by from (
+        select locked_by, locked_at from graphile_worker._private_jobs where locked_by is not null
+        union all
+        select locked_by, locked_at from graphile_worker._private_job_queues where locked_by is not null
+      ) locks
+      where locked_at < now() - ${stale}::interval
+        and locked_by not in (
+          select worker_id from worker_heartbeats where last_seen > now() - ${stale}::interval
+        )`.execute(db);
+    const dead = rows.rows.map((r) => r.locked_by).filter((id) => !ids.has(id));
+    if (dead.length > 0) {
+      logger.warn({ workers: dead }, 'unlocking jobs of workers that stopped heart-beating');
+      await utils.forceUnlockWorkers(dead);
+    }
+    await db
+      .deleteFrom('worker_heartbeats')
+      .where('last_seen', '<', sql<Date>`now() - interval '1 day'`)
+      .execute();
+    return dead;
+  };
+
+  const runner: Runner = await run({
+    pgPool: options.pool,
+    concurrency: options.concurrency,
+    noHandleSignals: true,
+    pollInterval: options.pollIntervalMs ?? 2000,
+    taskList: options.taskList,
+    events,
+    logger: glog,
+  });
+
+  const intervalMs = Math.max(250, Math.floor((options.staleSeconds * 1000) / 3));
+  let ticking = false;
+  const timer = setInterval(() => {
+    if (ticking) return;
+    ticking = true;
+    heartbeat()
+      .then(reapDeadWorkers)
+      .catch((error: unknown) => logger.warn({ err: error }, 'worker heartbeat failed'))
+      .finally(() => {
+        ticking = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  await heartbeat().catch(() => undefined);
+
+  return {
+    utils,
+    workerIds: () => [...ids],
+    reapDeadWorkers,
+    stop: async () => {
+      clearInterval(timer);
+      await runner.stop();
+      await utils.release();
+    },
+  };
+}

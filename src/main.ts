@@ -1,0 +1,34 @@
+// Entry point: load configuration, start the bot, stop cleanly on SIGINT/SIGTERM.
+import { startBot } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const bot = await startBot(config);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    bot.logger.info({ signal }, 'shutting down');
+    bot
+      .stop()
+      .then(() => process.exit(0))
+      .catch(() => process.exit(1));
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

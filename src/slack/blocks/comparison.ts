@@ -1,0 +1,167 @@
+// Block Kit for the comparison: a table built from the analysis, the verdict, the cost, next-step buttons.
+import {
+  formatCount,
+  formatPercent,
+  formatPointsRange,
+  formatPValue,
+  formatSignedPoints,
+  type Comparison,
+  type PairedFigures,
+} from '../../analysis/index.js';
+import type { NextAction } from '../../agent/spend-guard.js';
+import { ACTION_IDS } from '../action-ids.js';
+import { SLACK_LIMITS, truncate } from '../limits.js';
+
+export interface CostLine {
+  label: string;
+  /** Credits charged, or estimated while not charged yet. */
+  credits: number;
+  charged: boolean;
+}
+
+export interface ComparisonView {
+  comparison: Comparison;
+  before: { runId: string; modelId: string };
+  after: { runId: string; modelId: string };
+  costs: CostLine[];
+  agentUsd: number;
+  elapsedMs: number | null;
+  nextSteps: Array<{ label: string; action: NextAction }>;
+}
+
+const VERDICT_TITLES: Record<Comparison['verdict']['outcome'], string> = {
+  improved: ':white_check_mark: Verdict: improved',
+  regressed: ':x: Verdict: regressed',
+  no_detectable_change: ':heavy_minus_sign: Verdict: no detectable change',
+};
+
+type Cell = { type: 'raw_text'; text: string };
+const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, 200) });
+
+function figureRow(label: string, f: PairedFigures): Cell[] {
+  if (f.questions === 0) return [cell(label), cell('n/a'), cell('n/a'), cell('no questions')];
+  const change = f.change.estimate === null ? 'n/a' : `${formatSignedPoints(f.change.estimate)} pts (${formatPointsRange(f.change.interval)})`;
+  return [
+    cell(`${label} (${formatCount(f.questions)})`),
+    cell(formatPercent(f.accuracyBefore.rate)),
+    cell(formatPercent(f.accuracyAfter.rate)),
+    cell(change),
+  ];
+}
+
+/** The comparison table rows: accuracy with intervals, the 2x2 table, the training split, categories. */
+export function comparisonRows(comparison: Comparison): Cell[][] {
+  const o = comparison.overall;
+  const rows: Cell[][] = [[cell('Questions'), cell('Before'), cell('After'), cell('Change (95% CI)')]];
+  rows.push(figureRow('All questions', o));
+  if (comparison.training) {
+    rows.push(figureRow('Trained on (memorization check)', comparison.training.trainedOn));
+    rows.push(figureRow('Not trained on', comparison.training.notTrainedOn));
+    if (comparison.training.heldOut) rows.push(figureRow('Held out', comparison.training.heldOut));
+  }
+  rows.push([cell('Fixed (wrong → right)'), cell(''), cell(formatCount(o.table.fixed)), cell('')]);
+  rows.push([cell('Broken (right → wrong)'), cell(''), cell(formatCount(o.table.broken)), cell('')]);
+  rows.push([cell('Both right'), cell(''), cell(formatCount(o.table.bothRight)), cell('')]);
+  rows.push([cell('Both wrong'), cell(''), cell(formatCount(o.table.bothWrong)), cell('')]);
+  rows.push([cell('McNemar exact p'), cell(''), cell(''), cell(formatPValue(o.mcnemarP))]);
+  if (comparison.noiseFloor) {
+    rows.push([cell('Rerun flips (noise floor)'), cell(''), cell(''), cell(formatPercent(comparison.noiseFloor.flips.rate))]);
+  }
+  const room = SLACK_LIMITS.tableRows - rows.length;
+  const categories = comparison.categories.length > 1 ? comparison.categories : [];
+  for (const category of categories.slice(0, Math.max(0, room - (categories.length > room ? 1 : 0)))) {
+    rows.push(figureRow(`Category: ${category.category}`, category));
+  }
+  if (categories.length > room) {
+    rows.push([cell(`+${categories.length - (room - 1)} more categories`), cell(''), cell(''), cell('')]);
+  }
+  return rows.slice(0, SLACK_LIMITS.tableRows);
+}
+
+function formatElapsed(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+export function costSummary(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null): string {
+  const credits = costs.reduce((sum, c) => sum + c.credits, 0);
+  const parts = costs.map((c) => `${c.label} ${c.credits.toFixed(2)} cr${c.charged ? '' : ' (est.)'}`);
+  parts.push(`agent $${agentUsd.toFixed(4)}`);
+  const total = `*Total:* ${credits.toFixed(2)} credits + $${agentUsd.toFixed(4)} agent`;
+  return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
+}
+
+export function buildComparisonBlocks(view: ComparisonView): unknown[] {
+  const { comparison } = view;
+  const v = comparison.verdict;
+  const blocks: unknown[] = [
+    { type: 'header', text: { type: 'plain_text', text: truncate(`Before vs after: ${view.before.modelId} → ${view.after.modelId}`, SLACK_LIMITS.headerText) } },
+    {
+      type: 'section',
+      text: { type: 'mrkdwn', text: truncate(`*${VERDICT_TITLES[v.outcome]}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
+    },
+    { type: 'table', column_settings: [{ is_wrapped: true }, { align: 'right' }, { align: 'right' }, { align: 'right' }], rows: comparisonRows(comparison) },
+  ];
+  const notes: string[] = [];
+  if (comparison.training) {
+    notes.push(comparison.training.memorizationNote);
+    if (comparison.training.generalizationNote) notes.push(`:warning: ${comparison.training.generalizationNote}`);
+  }
+  if (comparison.noiseFloor) notes.push(comparison.noiseFloor.note);
+  const basis = comparison.training?.generalizationMeasured ? comparison.training.notTrainedOn : comparison.overall;
+  const detectable = basis.detectableChange.value;
+  if (v.outcome === 'no_detectable_change' && detectable !== null) {
+    notes.push(`With ${formatCount(basis.questions)} questions, a change smaller than about ${(detectable * 100).toFixed(1)} points would not have shown (80% power).`);
+  }
+  const o = comparison.overall;
+  if (o.topFixed.length) notes.push(`Fixed: ${o.topFixed.join(', ')}${o.table.fixed > o.topFixed.length ? ` (+${o.table.fixed - o.topFixed.length} more)` : ''}`);
+  if (o.topBroken.length) notes.push(`Broken: ${o.topBroken.join(', ')}${o.table.broken > o.topBroken.length ? ` (+${o.table.broken - o.topBroken.length} more)` : ''}`);
+  if (comparison.coverage.onlyBefore.count + comparison.coverage.onlyAfter.count > 0) {
+    notes.push(`Not compared: ${comparison.coverage.onlyBefore.count} question(s) only in the first run, ${comparison.coverage.onlyAfter.count} only in the second.`);
+  }
+  for (const note of notes.filter(Boolean)) {
+    blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.sectionText) }] });
+  }
+  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(costSummary(view.costs, view.agentUsd, view.elapsedMs), SLACK_LIMITS.sectionText) } });
+  if (view.nextSteps.length > 0) {
+    blocks.push({
+      type: 'actions',
+      elements: view.nextSteps.slice(0, SLACK_LIMITS.actionsElements).map((step, i) => ({
+        type: 'button',
+        text: { type: 'plain_text', text: truncate(step.label, SLACK_LIMITS.buttonText) },
+        action_id: ACTION_IDS.nextStep,
+        value: truncate(JSON.stringify({ kind: 'next', action: step.action }), SLACK_LIMITS.buttonValue),
+        ...(i === 0 ? { style: 'primary' } : {}),
+      })),
+    });
+  }
+  return blocks;
+}
+
+/** Three next steps that fit the verdict. */
+export function nextStepsFor(
+  comparison: Comparison,
+  refs: { benchmarkId: string; baseModelId: string; trainedModelId: string; beforeRunId: string; afterRunId: string; augmentation: number },
+): Array<{ label: string; action: NextAction }> {
+  const retrainHeldOut = {
+    label: 'Retrain with 30% held out',
+    action: { action: 'train_on_failures', runId: refs.beforeRunId, modelId: refs.baseModelId, heldOutFraction: 0.3, augmentation: refs.augmentation } as NextAction,
+  };
+  const trainRemaining = {
+    label: 'Train again on remaining failures',
+    action: { action: 'train_on_failures', runId: refs.afterRunId, modelId: refs.trainedModelId, heldOutFraction: 0, augmentation: refs.augmentation } as NextAction,
+  };
+  const keepBase = { label: 'Keep the base model', action: { action: 'keep_model', modelId: refs.baseModelId } as NextAction };
+  const keepTrained = { label: 'Keep the trained model', action: { action: 'keep_model', modelId: refs.trainedModelId } as NextAction };
+  const rerunBase = {
+    label: 'Rerun base for noise floor',
+    action: { action: 'run_benchmark', benchmarkId: refs.benchmarkId, modelId: refs.baseModelId } as NextAction,
+  };
+  const generalizationMeasured = comparison.training?.generalizationMeasured ?? true;
+  if (!generalizationMeasured) return [retrainHeldOut, trainRemaining, keepBase];
+  if (comparison.verdict.outcome === 'improved') return [keepTrained, trainRemaining, rerunBase];
+  return [retrainHeldOut, keepBase, rerunBase];
+}

@@ -1,0 +1,74 @@
+// Block Kit for a turn's post: the agent's text with the mention, code-built attachments, a sandbox note.
+import { ACTION_IDS } from '../action-ids.js';
+import { SLACK_LIMITS, splitText, truncate } from '../limits.js';
+
+export interface MessagePayload {
+  text: string;
+  blocks: unknown[];
+}
+
+/** Converts the common Markdown the model writes into Slack mrkdwn. */
+export function toMrkdwn(markdown: string): string {
+  return markdown
+    .replace(/\*\*(.+?)\*\*/g, '*$1*')
+    .replace(/^#{1,6}\s+(.+)$/gm, '*$1*')
+    .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, '<$2|$1>');
+}
+
+function withMention(userId: string, text: string): string {
+  return text.includes(`<@${userId}>`) ? text : `<@${userId}> ${text}`;
+}
+
+/** Keeps at most `max` blocks, replacing the overflow with a context line saying how many were cut. */
+export function capBlocks(blocks: unknown[], max: number = SLACK_LIMITS.blocksPerMessage): unknown[] {
+  if (blocks.length <= max) return blocks;
+  const kept = blocks.slice(0, max - 1);
+  return [
+    ...kept,
+    { type: 'context', elements: [{ type: 'mrkdwn', text: `+${blocks.length - kept.length} more not shown` }] },
+  ];
+}
+
+export function sandboxNote(): unknown {
+  return {
+    type: 'context',
+    elements: [{ type: 'mrkdwn', text: ':test_tube: Sandbox platform: simulated runs and trainings, no real GPU time.' }],
+  };
+}
+
+export function buildTurnBlocks(input: {
+  mentionUserId: string;
+  text: string;
+  attachments?: unknown[];
+  sandbox?: boolean;
+}): MessagePayload {
+  const text = withMention(input.mentionUserId, toMrkdwn(input.text.trim() || 'Done.'));
+  const sections = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({
+    type: 'section',
+    text: { type: 'mrkdwn', text: chunk },
+  }));
+  const blocks = [...sections, ...(input.attachments ?? [])];
+  if (input.sandbox) blocks.push(sandboxNote());
+  return { text: truncate(text, 3_000), blocks: capBlocks(blocks) };
+}
+
+export function buildFailureBlocks(input: { mentionUserId: string; reason: string; retryTriggerId: string }): MessagePayload {
+  const text = `<@${input.mentionUserId}> I couldn't reach the model: ${input.reason}, even after retrying. Nothing is lost: press Retry or reply in this thread and I'll pick up where I stopped.`;
+  return {
+    text,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text } },
+      {
+        type: 'actions',
+        elements: [
+          {
+            type: 'button',
+            text: { type: 'plain_text', text: 'Retry' },
+            action_id: ACTION_IDS.retry,
+            value: JSON.stringify({ kind: 'retry', trigger: input.retryTriggerId }),
+          },
+        ],
+      },
+    ],
+  };
+}

@@ -1,0 +1,38 @@
+// Every Slack limit the bot must respect, in one place; builders degrade instead of failing.
+export const SLACK_LIMITS = {
+  blocksPerMessage: 50,
+  blocksPerView: 100,
+  sectionText: 3000,
+  headerText: 150,
+  contextElements: 10,
+  buttonText: 75,
+  buttonValue: 2000,
+  actionId: 255,
+  actionsElements: 25,
+  messageText: 40_000,
+  tableRows: 100,
+  tableColumns: 20,
+  /** Slack's documented pace for chat.postMessage: about one message per second per channel. */
+  postIntervalMsPerChannel: 1000,
+} as const;
+
+/** Shortens text to `max` characters, ending with an ellipsis when cut. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** Splits long text into chunks no longer than `max`, preferring line breaks. */
+export function splitText(text: string, max: number): string[] {
+  const chunks: string[] = [];
+  let rest = text;
+  while (rest.length > max) {
+    let cut = rest.lastIndexOf('\n', max);
+    if (cut < max / 2) cut = rest.lastIndexOf(' ', max);
+    if (cut < max / 2) cut = max;
+    chunks.push(rest.slice(0, cut));
+    rest = rest.slice(cut).replace(/^\n/, '');
+  }
+  if (rest.length > 0 || chunks.length === 0) chunks.push(rest);
+  return chunks;
+}

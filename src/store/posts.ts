@@ -1,0 +1,86 @@
+// Slack posts as an outbox: written with the turn's other writes, delivered exactly once afterwards.
+import { sql } from 'kysely';
+import type { Db } from './db.js';
+import type { Post } from './tables.js';
+
+export interface PostPayload {
+  text: string;
+  blocks?: unknown[];
+}
+
+/** Stores a post unless one with the same key exists (a retried turn re-creates nothing). */
+export async function createPost(
+  db: Db,
+  post: { teamId: string; chatId: string; turnId: string | null; postKey: string; channelId: string; threadTs: string; payload: PostPayload },
+): Promise<Post> {
+  await db
+    .insertInto('posts')
+    .values({
+      team_id: post.teamId,
+      chat_id: post.chatId,
+      turn_id: post.turnId,
+      post_key: post.postKey,
+      channel_id: post.channelId,
+      thread_ts: post.threadTs,
+      payload: JSON.stringify(post.payload),
+    })
+    .onConflict((oc) => oc.constraint('posts_key').doNothing())
+    .execute();
+  return db
+    .selectFrom('posts')
+    .selectAll()
+    .where('team_id', '=', post.teamId)
+    .where('post_key', '=', post.postKey)
+    .executeTakeFirstOrThrow();
+}
+
+export async function pendingPosts(db: Db, teamId: string, chatId: string): Promise<Post[]> {
+  return db
+    .selectFrom('posts')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .where('status', '=', 'pending')
+    .orderBy('id')
+    .execute();
+}
+
+/** Records that a delivery is being attempted; returns the attempt number (1 for the first). */
+export async function markPostAttempt(db: Db, teamId: string, postId: string): Promise<number> {
+  const row = await db
+    .updateTable('posts')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
+    .where('team_id', '=', teamId)
+    .where('id', '=', postId)
+    .returning('attempts')
+    .executeTakeFirstOrThrow();
+  return row.attempts;
+}
+
+export async function markPostDelivered(db: Db, teamId: string, postId: string, slackTs: string, permalink: string | null): Promise<void> {
+  await db
+    .updateTable('posts')
+    .set({ status: 'posted', slack_ts: slackTs, permalink, posted_at: new Date(), error: null })
+    .where('team_id', '=', teamId)
+    .where('id', '=', postId)
+    .execute();
+}
+
+export async function markPostFailed(db: Db, teamId: string, postId: string, error: string): Promise<void> {
+  await db
+    .updateTable('posts')
+    .set({ status: 'failed', error })
+    .where('team_id', '=', teamId)
+    .where('id', '=', postId)
+    .execute();
+}
+
+export async function countPosts(db: Db, teamId: string, chatId: string): Promise<number> {
+  const row = await db
+    .selectFrom('posts')
+    .select(sql<string>`count(*)`.as('n'))
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

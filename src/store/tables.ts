@@ -1,0 +1,162 @@
+// Table interfaces for kysely, with Selectable/Insertable aliases beside them.
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** numeric columns arrive from pg as strings; write them as strings or numbers. */
+type Numeric = ColumnType<string, string | number | undefined, string | number>;
+type NullableNumeric = ColumnType<string | null, string | number | null | undefined, string | number | null>;
+type Json<T> = ColumnType<T, T extends unknown ? string | T : never, string | T>;
+type BigId = ColumnType<string, string | number, string | number>;
+
+export interface ChatsTable {
+  id: Generated<string>;
+  team_id: string;
+  channel_id: string;
+  thread_ts: string;
+  owner_user_id: string;
+  plan: Json<unknown> | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type TriggerKind = 'mention' | 'reply' | 'button' | 'platform_event' | 'reconcile' | 'retry';
+export type TriggerStatus = 'queued' | 'running' | 'done' | 'failed';
+
+export interface TriggersTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  kind: TriggerKind;
+  dedupe_key: string;
+  user_id: string | null;
+  payload: Json<Record<string, unknown>>;
+  status: ColumnType<TriggerStatus, TriggerStatus | undefined, TriggerStatus>;
+  error: string | null;
+  created_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface TurnsTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  trigger_id: BigId;
+  status: ColumnType<'running' | 'completed' | 'failed', 'running' | 'completed' | 'failed' | undefined>;
+  model: string;
+  model_calls: Generated<number>;
+  input_tokens: Generated<number>;
+  output_tokens: Generated<number>;
+  cache_read_tokens: Generated<number>;
+  cache_write_tokens: Generated<number>;
+  cost_usd: Numeric;
+  error: string | null;
+  started_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface MessagesTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  turn_id: BigId | null;
+  role: 'user' | 'assistant';
+  content: Json<unknown[]>;
+  stop_reason: string | null;
+  usage: Json<Record<string, number>> | null;
+  /** Slack blocks a tool contributed to the turn's post; never sent to the model. */
+  attachments: Json<unknown[]> | null;
+  created_at: Timestamp;
+}
+
+export interface PostsTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  turn_id: BigId | null;
+  post_key: string;
+  channel_id: string;
+  thread_ts: string;
+  payload: Json<Record<string, unknown>>;
+  status: ColumnType<'pending' | 'posted' | 'failed', 'pending' | 'posted' | 'failed' | undefined>;
+  attempts: Generated<number>;
+  slack_ts: string | null;
+  permalink: string | null;
+  error: string | null;
+  created_at: Timestamp;
+  posted_at: NullableTimestamp;
+}
+
+export type ResourceKind = 'run' | 'dataset' | 'training' | 'comparison';
+
+export interface ResourcesTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  turn_id: BigId | null;
+  kind: ResourceKind;
+  platform_id: string;
+  plan_step: string | null;
+  status: string;
+  price_estimate: NullableNumeric;
+  price_charged: NullableNumeric;
+  web_url: string | null;
+  details: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: NullableTimestamp;
+  notified_at: NullableTimestamp;
+}
+
+export interface ActivityTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  turn_id: BigId;
+  owner_user_id: string;
+  channel_id: string;
+  thread_ts: string;
+  trigger_kind: TriggerKind;
+  trigger_label: string;
+  summary: string;
+  post_id: BigId | null;
+  resources: Json<unknown[]>;
+  agent_cost_usd: Numeric;
+  credits_estimated: Numeric;
+  credits_charged: Numeric;
+  created_at: Timestamp;
+}
+
+export interface WebhookReceiptsTable {
+  webhook_id: string;
+  type: string;
+  resource_id: string;
+  received_at: Timestamp;
+}
+
+export interface WorkerHeartbeatsTable {
+  worker_id: string;
+  process_id: string;
+  last_seen: Timestamp;
+}
+
+export interface Database {
+  chats: ChatsTable;
+  triggers: TriggersTable;
+  turns: TurnsTable;
+  messages: MessagesTable;
+  posts: PostsTable;
+  resources: ResourcesTable;
+  activity: ActivityTable;
+  webhook_receipts: WebhookReceiptsTable;
+  worker_heartbeats: WorkerHeartbeatsTable;
+}
+
+export type Chat = Selectable<ChatsTable>;
+export type Trigger = Selectable<TriggersTable>;
+export type NewTrigger = Insertable<TriggersTable>;
+export type Turn = Selectable<TurnsTable>;
+export type StoredMessage = Selectable<MessagesTable>;
+export type Post = Selectable<PostsTable>;
+export type Resource = Selectable<ResourcesTable>;
+export type Activity = Selectable<ActivityTable>;

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+const base = {
+  SLACK_BOT_TOKEN: 'xoxb-test-token',
+  SLACK_SIGNING_SECRET: 'signing-secret',
+  ANTHROPIC_API_KEY: 'test-api-key',
+};
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    return error as ConfigError;
+  }
+  throw new Error('expected a configuration error');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults in HTTP mode', () => {
+    const config = loadConfig(base);
+    expect(config.slack.socketMode).toBe(false);
+    expect(config.port).toBe(3000);
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.platform.apiUrl).toBeUndefined();
+    expect(config.agent.model).toBe('claude-sonnet-4-5');
+    expect(config.spending.adminUserIds).toEqual([]);
+  });
+
+  it('switches to Socket Mode when an app-level token is set, without a signing secret', () => {
+    const config = loadConfig({ SLACK_BOT_TOKEN: 'xoxb-x', ANTHROPIC_API_KEY: 'k', SLACK_APP_TOKEN: 'xapp-1-abc' });
+    expect(config.slack.socketMode).toBe(true);
+  });
+
+  it.each([
+    [{ ...base, SLACK_BOT_TOKEN: '' }, 'SLACK_BOT_TOKEN'],
+    [{ SLACK_BOT_TOKEN: 'xoxb-x', ANTHROPIC_API_KEY: 'k' }, 'SLACK_SIGNING_SECRET'],
+    [{ ...base, ANTHROPIC_API_KEY: '  ' }, 'ANTHROPIC_API_KEY'],
+    [{ ...base, PORT: 'eighty' }, 'PORT'],
+    [{ ...base, DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+    [{ ...base, SLACK_APP_TOKEN: 'xoxb-wrong-kind' }, 'SLACK_APP_TOKEN'],
+    [{ ...base, BENCHGEN_API_URL: 'https://bench.example' }, 'BENCHGEN_API_TOKEN'],
+    [{ ...base, BENCHGEN_API_URL: 'https://bench.example', BENCHGEN_API_TOKEN: 't' }, 'BENCHGEN_WEBHOOK_SECRET'],
+    [{ ...base, AGENT_PRICES: '{"m":{"input":"free"}}' }, 'AGENT_PRICES'],
+    [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  ])('names the variable in one line: %#', (env, variable) => {
+    const error = errorOf(env as Record<string, string>);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.variable).toBe(variable);
+    expect(error.message.startsWith(`Configuration error: ${variable} `)).toBe(true);
+    expect(error.message).not.toContain('\n');
+  });
+
+  it('parses lists and price overrides', () => {
+    const config = loadConfig({
+      ...base,
+      ADMIN_USER_IDS: 'U1, U2 ,,U3',
+      AGENT_PRICES: '{"my-model":{"input":2,"output":8}}',
+      SPEND_CONFIRM_THRESHOLD: '50',
+    });
+    expect(config.spending.adminUserIds).toEqual(['U1', 'U2', 'U3']);
+    expect(config.spending.confirmThreshold).toBe(50);
+    expect(config.agent.priceOverrides['my-model']).toEqual({ input: 2, output: 8, cacheWrite: 2.5, cacheRead: 0.2 });
+  });
+});

@@ -1,0 +1,192 @@
+// End-to-end harness: the real bot (in-process or as a child process) on loopback in HTTP mode, a
+// fake Slack Web API, a scripted Messages API, the sandbox platform, and a fresh Postgres database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { startBot, type Bot, type BotOptions } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { createDb, type DbHandle } from '../../src/store/db.js';
+import { freePort } from '../../src/store/embedded-postgres.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { startFakeSlack, type FakeMessage, type FakeSlack } from '../fakes/fake-slack.js';
+import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
+import { appMention, sendEvent, userMessage, type SendEventOptions } from '../fakes/slack-requests.js';
+
+export const TEAM = 'T0FAKE';
+export const CHANNEL = 'C0LOOP';
+
+export interface HarnessOptions {
+  script: Script;
+  /** Extra environment for the bot (overrides the defaults below). */
+  env?: Record<string, string>;
+  /** 'process' runs `src/main.ts` as a child process, so a test can SIGKILL it. */
+  mode?: 'inprocess' | 'process';
+  botOptions?: BotOptions;
+}
+
+export interface Harness {
+  env: Record<string, string>;
+  slack: FakeSlack;
+  model: ScriptedAnthropic;
+  /** The test's own connection to the bot's database, for assertions. */
+  db: DbHandle;
+  bot(): Bot | undefined;
+  url(): string;
+  /** Everything the bot logged (JSON lines). */
+  logs(): Promise<string>;
+  mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
+  reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
+  /** Bot posts in a thread, in post order. */
+  posts(threadTs: string, channel?: string): FakeMessage[];
+  waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;
+  kill(): Promise<void>;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function waitUntil<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function startHarness(options: HarnessOptions): Promise<Harness> {
+  const slack = await startFakeSlack({ teamId: TEAM });
+  const model = await startScriptedAnthropic(options.script);
+  const databaseUrl = await createTestDatabase('e2e');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
+  const logFile = path.join(dir, 'bot.log');
+  const logStream = createWriteStream(logFile, { flags: 'a' });
+  const mode = options.mode ?? 'inprocess';
+  const port = mode === 'process' ? await freePort() : 0;
+  const env: Record<string, string> = {
+    SLACK_BOT_TOKEN: `xoxb-test-${randomBytes(8).toString('hex')}`,
+    SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
+    SLACK_API_URL: slack.apiUrl,
+    ANTHROPIC_API_KEY: `test-key-${randomBytes(8).toString('hex')}`,
+    ANTHROPIC_BASE_URL: model.baseURL,
+    AGENT_MODEL: 'claude-sonnet-4-5',
+    AGENT_MAX_RETRIES: '2',
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dir,
+    PORT: String(port),
+    SANDBOX_TIME_SCALE: '0.01',
+    WORKER_STALE_SECONDS: '2',
+    WORKER_CONCURRENCY: '4',
+    RECONCILE_CRON: '*/2 * * * * *',
+    RECONCILE_OVERDUE_SECONDS: '3600',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  };
+  const db = createDb(databaseUrl, { max: 4 });
+
+  let bot: Bot | undefined;
+  let child: ChildProcess | undefined;
+  let url = '';
+
+  const start = async () => {
+    if (mode === 'inprocess') {
+      const config = loadConfig(env);
+      const sink = new PassThrough();
+      sink.pipe(logStream, { end: false });
+      const logger = createLogger({
+        level: config.logLevel,
+        secrets: [env.SLACK_BOT_TOKEN, env.SLACK_SIGNING_SECRET, env.ANTHROPIC_API_KEY],
+        destination: sink,
+      });
+      bot = await startBot(config, { logger, host: '127.0.0.1', pollIntervalMs: 500, ...options.botOptions });
+      url = bot.url;
+      return;
+    }
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...process.env, ...env, NODE_OPTIONS: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.pipe(logStream, { end: false });
+    child.stderr!.pipe(logStream, { end: false });
+    url = `http://127.0.0.1:${port}`;
+    const exited = new Promise<never>((_, reject) =>
+      child!.once('exit', (code) => reject(new Error(`bot exited with code ${code} during start-up`))),
+    );
+    await Promise.race([
+      exited,
+      waitUntil(
+        async () => {
+          const res = await fetch(`${url}/healthz`).catch(() => undefined);
+          if (!res?.ok) return undefined;
+          const text = await readFile(logFile, 'utf8');
+          return text.includes('"bot ready"') ? true : undefined;
+        },
+        60_000,
+        'the bot process to be ready',
+      ),
+    ]);
+    exited.catch(() => undefined);
+  };
+
+  const harness: Harness = {
+    env,
+    slack,
+    model,
+    db,
+    bot: () => bot,
+    url: () => url,
+    logs: () => readFile(logFile, 'utf8'),
+    mention: async (input, opts) => {
+      const event = appMention({ channel: CHANNEL, team: TEAM, ...input });
+      slack.seedMessage({ channel: (event.channel as string), user: input.user, text: input.text, ts: event.ts as string, ...(input.threadTs ? { threadTs: input.threadTs } : {}) });
+      const delivery = await sendEvent(`${url}/slack/events`, env.SLACK_SIGNING_SECRET!, event, { teamId: input.team ?? TEAM, ...opts });
+      return { status: delivery.status, ts: event.ts as string, eventId: delivery.eventId, body: delivery.body };
+    },
+    reply: async (input, opts) => {
+      const event = userMessage({ channel: CHANNEL, team: TEAM, ...input });
+      slack.seedMessage({ channel: event.channel as string, user: input.user, text: input.text, ts: event.ts as string, threadTs: input.threadTs });
+      const delivery = await sendEvent(`${url}/slack/events`, env.SLACK_SIGNING_SECRET!, event, { teamId: input.team ?? TEAM, ...opts });
+      return { status: delivery.status, ts: event.ts as string };
+    },
+    posts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded),
+    waitForPosts: (threadTs, count, timeoutMs = 30_000, channel = CHANNEL) =>
+      waitUntil(
+        () => {
+          const posts = harness.posts(threadTs, channel);
+          return posts.length >= count ? posts : undefined;
+        },
+        timeoutMs,
+        `${count} bot post(s) in thread ${threadTs}`,
+      ),
+    kill: async () => {
+      if (child) {
+        const done = new Promise((resolve) => child!.once('exit', resolve));
+        child.kill('SIGKILL');
+        await done;
+        child = undefined;
+      } else if (bot) {
+        await bot.stop();
+        bot = undefined;
+      }
+    },
+    restart: async () => {
+      await harness.kill();
+      await start();
+    },
+    stop: async () => {
+      await harness.kill();
+      await db.close();
+      await slack.stop();
+      await model.stop();
+      logStream.end();
+    },
+  };
+  await start();
+  return harness;
+}

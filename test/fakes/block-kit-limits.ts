@@ -1,0 +1,271 @@
+// Block Kit limit checks used by the fake Slack API to refuse payloads the real Slack would refuse.
+
+/** Where blocks are rendered; the block count limit differs between messages and views. */
+export type BlockSurface = 'message' | 'home' | 'modal';
+
+/** One reason Slack would answer `invalid_blocks`, with a JSON pointer into the request argument. */
+export interface BlockProblem {
+  pointer: string;
+  message: string;
+}
+
+const MAX_BLOCKS: Record<BlockSurface, number> = { message: 50, home: 100, modal: 100 };
+
+type Obj = Record<string, unknown>;
+
+const isObj = (value: unknown): value is Obj => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+class Checker {
+  readonly problems: BlockProblem[] = [];
+
+  add(pointer: string, message: string): void {
+    this.problems.push({ pointer, message });
+  }
+
+  maxLength(value: unknown, pointer: string, what: string, max: number): void {
+    if (typeof value === 'string' && value.length > max) {
+      this.add(pointer, `${what} must be at most ${max} characters (got ${value.length})`);
+    }
+  }
+
+  text(
+    value: unknown,
+    pointer: string,
+    what: string,
+    limits: { max: number; required?: boolean; plainOnly?: boolean },
+  ): void {
+    if (value === undefined || value === null) {
+      if (limits.required) this.add(pointer, `${what} is required`);
+      return;
+    }
+    if (!isObj(value) || typeof value.text !== 'string') {
+      this.add(pointer, `${what} must be a text object with a string text`);
+      return;
+    }
+    if (value.type !== 'plain_text' && value.type !== 'mrkdwn') {
+      this.add(`${pointer}/type`, `${what} type must be plain_text or mrkdwn (got ${String(value.type)})`);
+    } else if (limits.plainOnly && value.type !== 'plain_text') {
+      this.add(`${pointer}/type`, `${what} must be plain_text`);
+    }
+    if (value.text.length === 0) this.add(`${pointer}/text`, `${what} must not be empty`);
+    this.maxLength(value.text, `${pointer}/text`, what, limits.max);
+  }
+
+  options(value: unknown, pointer: string, min: number, max: number): void {
+    if (value === undefined) return;
+    if (!Array.isArray(value)) {
+      this.add(pointer, 'options must be an array');
+      return;
+    }
+    if (value.length < min || value.length > max) {
+      this.add(pointer, `options must have ${min} to ${max} items (got ${value.length})`);
+    }
+    value.forEach((option: unknown, i) => {
+      const p = `${pointer}/${i}`;
+      if (!isObj(option)) {
+        this.add(p, 'option must be an object');
+        return;
+      }
+      this.text(option.text, `${p}/text`, 'option text', { max: 75, required: true });
+      this.maxLength(option.value, `${p}/value`, 'option value', 150);
+      this.text(option.description, `${p}/description`, 'option description', { max: 75 });
+    });
+  }
+
+  confirm(value: unknown, pointer: string): void {
+    if (!isObj(value)) return;
+    this.text(value.title, `${pointer}/title`, 'confirm title', { max: 100, plainOnly: true });
+    this.text(value.text, `${pointer}/text`, 'confirm text', { max: 300 });
+    this.text(value.confirm, `${pointer}/confirm`, 'confirm button', { max: 30, plainOnly: true });
+    this.text(value.deny, `${pointer}/deny`, 'deny button', { max: 30, plainOnly: true });
+  }
+
+  element(value: unknown, pointer: string, actionIds: Set<string>): void {
+    if (!isObj(value) || typeof value.type !== 'string') {
+      this.add(pointer, 'element must be an object with a string type');
+      return;
+    }
+    if (value.action_id !== undefined) {
+      if (typeof value.action_id !== 'string') this.add(`${pointer}/action_id`, 'action_id must be a string');
+      else {
+        this.maxLength(value.action_id, `${pointer}/action_id`, 'action_id', 255);
+        if (actionIds.has(value.action_id)) {
+          this.add(`${pointer}/action_id`, `action_id ${value.action_id} is not unique in its block`);
+        }
+        actionIds.add(value.action_id);
+      }
+    }
+    this.confirm(value.confirm, `${pointer}/confirm`);
+    switch (value.type) {
+      case 'button':
+        this.text(value.text, `${pointer}/text`, 'button text', { max: 75, required: true, plainOnly: true });
+        this.maxLength(value.value, `${pointer}/value`, 'button value', 2000);
+        this.maxLength(value.url, `${pointer}/url`, 'button url', 3000);
+        if (value.style !== undefined && value.style !== 'primary' && value.style !== 'danger') {
+          this.add(`${pointer}/style`, `button style must be primary or danger (got ${String(value.style)})`);
+        }
+        break;
+      case 'static_select':
+      case 'multi_static_select':
+        this.options(value.options, `${pointer}/options`, 1, 100);
+        this.text(value.placeholder, `${pointer}/placeholder`, 'placeholder', { max: 150, plainOnly: true });
+        break;
+      case 'overflow':
+        this.options(value.options, `${pointer}/options`, 1, 5);
+        break;
+      case 'radio_buttons':
+      case 'checkboxes':
+        this.options(value.options, `${pointer}/options`, 1, 10);
+        break;
+      case 'image':
+        this.maxLength(value.image_url, `${pointer}/image_url`, 'image_url', 3000);
+        this.maxLength(value.alt_text, `${pointer}/alt_text`, 'alt_text', 2000);
+        break;
+      case 'plain_text_input':
+        this.text(value.placeholder, `${pointer}/placeholder`, 'placeholder', { max: 150, plainOnly: true });
+        break;
+      default:
+        break;
+    }
+  }
+
+  elements(value: unknown, pointer: string, what: string, max: number): unknown[] {
+    if (!Array.isArray(value)) {
+      this.add(pointer, `${what} elements must be an array`);
+      return [];
+    }
+    if (value.length === 0 || value.length > max) {
+      this.add(pointer, `${what} block must have 1 to ${max} elements (got ${value.length})`);
+    }
+    return value;
+  }
+}
+
+/**
+ * Checks blocks against the Block Kit limits Slack enforces and returns every problem found
+ * (an empty list means Slack would accept them). `basePointer` names the argument, e.g. `/blocks`.
+ */
+export function validateBlocks(blocks: unknown, surface: BlockSurface, basePointer = '/blocks'): BlockProblem[] {
+  const c = new Checker();
+  if (!Array.isArray(blocks)) {
+    c.add(basePointer, 'blocks must be an array');
+    return c.problems;
+  }
+  const maxBlocks = MAX_BLOCKS[surface];
+  if (blocks.length > maxBlocks) {
+    c.add(basePointer, `no more than ${maxBlocks} blocks are allowed in a ${surface} (got ${blocks.length})`);
+  }
+  const blockIds = new Set<string>();
+  let markdownChars = 0;
+  let tables = 0;
+  blocks.forEach((block: unknown, i) => {
+    const p = `${basePointer}/${i}`;
+    if (!isObj(block) || typeof block.type !== 'string') {
+      c.add(p, 'block must be an object with a string type');
+      return;
+    }
+    if (block.block_id !== undefined) {
+      if (typeof block.block_id !== 'string') c.add(`${p}/block_id`, 'block_id must be a string');
+      else {
+        c.maxLength(block.block_id, `${p}/block_id`, 'block_id', 255);
+        if (blockIds.has(block.block_id)) c.add(`${p}/block_id`, `block_id ${block.block_id} is not unique`);
+        blockIds.add(block.block_id);
+      }
+    }
+    const actionIds = new Set<string>();
+    switch (block.type) {
+      case 'section': {
+        if (block.text === undefined && block.fields === undefined) {
+          c.add(p, 'section block needs text or fields');
+        }
+        c.text(block.text, `${p}/text`, 'section text', { max: 3000 });
+        if (block.fields !== undefined) {
+          if (!Array.isArray(block.fields)) c.add(`${p}/fields`, 'fields must be an array');
+          else {
+            if (block.fields.length > 10) {
+              c.add(`${p}/fields`, `section fields must have at most 10 items (got ${block.fields.length})`);
+            }
+            block.fields.forEach((field: unknown, j) =>
+              c.text(field, `${p}/fields/${j}`, 'section field', { max: 2000, required: true }),
+            );
+          }
+        }
+        if (block.accessory !== undefined) c.element(block.accessory, `${p}/accessory`, actionIds);
+        break;
+      }
+      case 'header':
+        c.text(block.text, `${p}/text`, 'header text', { max: 150, required: true, plainOnly: true });
+        break;
+      case 'actions':
+        c.elements(block.elements, `${p}/elements`, 'actions', 25).forEach((el, j) =>
+          c.element(el, `${p}/elements/${j}`, actionIds),
+        );
+        break;
+      case 'context':
+        c.elements(block.elements, `${p}/elements`, 'context', 10).forEach((el, j) => {
+          if (isObj(el) && (el.type === 'plain_text' || el.type === 'mrkdwn')) {
+            c.text(el, `${p}/elements/${j}`, 'context text', { max: 3000 });
+          } else c.element(el, `${p}/elements/${j}`, actionIds);
+        });
+        break;
+      case 'image':
+        if (block.image_url === undefined && block.slack_file === undefined) c.add(p, 'image block needs image_url or slack_file');
+        c.maxLength(block.image_url, `${p}/image_url`, 'image_url', 3000);
+        if (typeof block.alt_text !== 'string') c.add(`${p}/alt_text`, 'image alt_text is required');
+        c.maxLength(block.alt_text, `${p}/alt_text`, 'alt_text', 2000);
+        c.text(block.title, `${p}/title`, 'image title', { max: 2000, plainOnly: true });
+        break;
+      case 'input':
+        c.text(block.label, `${p}/label`, 'input label', { max: 2000, required: true, plainOnly: true });
+        c.text(block.hint, `${p}/hint`, 'input hint', { max: 2000, plainOnly: true });
+        if (block.element === undefined) c.add(`${p}/element`, 'input block needs an element');
+        else c.element(block.element, `${p}/element`, actionIds);
+        break;
+      case 'markdown':
+        if (typeof block.text !== 'string') c.add(`${p}/text`, 'markdown block needs a string text');
+        else markdownChars += block.text.length;
+        break;
+      case 'table': {
+        tables += 1;
+        if (!Array.isArray(block.rows) || block.rows.length === 0) {
+          c.add(`${p}/rows`, 'table rows must be a non-empty array');
+          break;
+        }
+        if (block.rows.length > 100) c.add(`${p}/rows`, `table must have at most 100 rows (got ${block.rows.length})`);
+        block.rows.forEach((row: unknown, j) => {
+          if (!Array.isArray(row)) c.add(`${p}/rows/${j}`, 'table row must be an array of cells');
+          else if (row.length > 20) c.add(`${p}/rows/${j}`, `table row must have at most 20 cells (got ${row.length})`);
+        });
+        if (Array.isArray(block.column_settings) && block.column_settings.length > 20) {
+          c.add(`${p}/column_settings`, `table column_settings must have at most 20 items (got ${block.column_settings.length})`);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  });
+  if (markdownChars > 12_000) {
+    c.add(basePointer, `markdown blocks must total at most 12000 characters (got ${markdownChars})`);
+  }
+  if (surface === 'message' && tables > 1) {
+    c.add(basePointer, `only one table block is allowed per message (got ${tables})`);
+  }
+  return c.problems;
+}
+
+/** Checks a view (Home tab or modal) payload: its blocks plus the view-level field limits. */
+export function validateView(view: unknown, surface: 'home' | 'modal'): BlockProblem[] {
+  if (!isObj(view)) return [{ pointer: '/view', message: 'view must be an object' }];
+  const c = new Checker();
+  if (view.type !== surface) c.add('/view/type', `view type must be ${surface} (got ${String(view.type)})`);
+  c.maxLength(view.private_metadata, '/view/private_metadata', 'private_metadata', 3000);
+  c.maxLength(view.callback_id, '/view/callback_id', 'callback_id', 255);
+  c.maxLength(view.external_id, '/view/external_id', 'external_id', 255);
+  if (surface === 'modal') {
+    c.text(view.title, '/view/title', 'modal title', { max: 24, required: true, plainOnly: true });
+    c.text(view.submit, '/view/submit', 'modal submit', { max: 24, plainOnly: true });
+    c.text(view.close, '/view/close', 'modal close', { max: 24, plainOnly: true });
+  }
+  return [...c.problems, ...validateBlocks(view.blocks ?? [], surface, '/view/blocks')];
+}
