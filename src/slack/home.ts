@@ -1,19 +1,143 @@
-// Publishes a user's App Home view (the Activity log).
+// Publishes a user's App Home view (the Activity log) and sends its CSV export to the user's DM.
+import type { ViewsPublishArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { activityCsvRows, activityTotals, listActivity, type ActivityScope } from '../store/activity-queries.js';
 import type { Db } from '../store/db.js';
+import { ACTION_IDS } from './action-ids.js';
+import { buildActivityCsv, buildHomeView, HOME_PAGE_SIZE, type HomeBalance } from './blocks/app-home.js';
 import type { SlackClients } from './poster.js';
 
 export interface HomePublisher {
   publish(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
 }
 
-export function createHomePublisher(deps: { db: Db; clients: SlackClients; logger: Logger }): HomePublisher {
+/** A balance in credits, or the platform's balance object (`Platform.getBalance()` fits). */
+export type BalanceReading = number | null | { balanceCredits: number; availableCredits?: number };
+
+export interface HomePublisherDeps {
+  db: Db;
+  clients: SlackClients;
+  logger: Logger;
+  /** Optional: without it (or when it fails or is slow) the header says the balance is unavailable. */
+  getBalance?: () => Promise<BalanceReading>;
+  /** Clock for "this week" (tests). */
+  now?: () => Date;
+  /** How long the view waits for the balance. */
+  balanceTimeoutMs?: number;
+}
+
+const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
+const MAX_PAGE = 10_000;
+
+interface SlackErrorLike {
+  code?: string;
+  data?: { error?: string };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function normalizeBalance(reading: BalanceReading): HomeBalance | null {
+  if (reading === null || reading === undefined) return null;
+  if (typeof reading === 'number') return Number.isFinite(reading) ? { credits: reading } : null;
+  if (!Number.isFinite(reading.balanceCredits)) return null;
   return {
-    publish: async (_teamId, userId) => {
+    credits: reading.balanceCredits,
+    ...(reading.availableCredits !== undefined && Number.isFinite(reading.availableCredits) ? { available: reading.availableCredits } : {}),
+  };
+}
+
+/**
+ * `publish` renders one page of the viewer's Activity log (scope `mine` unless `team`) with
+ * `views.publish`; with `csv` it instead uploads the whole scope as a CSV file to the viewer's DM.
+ * A failed upload is reported in the DM and not thrown: an upload may have reached Slack, so a
+ * blind retry could send the file twice.
+ */
+export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
+  const now = deps.now ?? (() => new Date());
+  const logger = deps.logger.child({ component: 'app-home' });
+
+  const readBalance = async (): Promise<HomeBalance | null> => {
+    if (!deps.getBalance) return null;
+    try {
+      return normalizeBalance(await withTimeout(deps.getBalance(), deps.balanceTimeoutMs ?? 5_000));
+    } catch (error) {
+      logger.warn({ err: error }, 'could not read the balance for the Home tab');
+      return null;
+    }
+  };
+
+  const publishView = async (teamId: string, userId: string, scope: ActivityScope, page: number) => {
+    const query = { teamId, viewerId: userId, scope };
+    const [list, totals, balance] = await Promise.all([
+      listActivity(deps.db, { ...query, limit: HOME_PAGE_SIZE, offset: page * HOME_PAGE_SIZE }),
+      activityTotals(deps.db, { ...query, since: new Date(now().getTime() - WEEK_MS) }),
+      readBalance(),
+    ]);
+    const view = buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance });
+    try {
+      await deps.clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
+    } catch (error) {
+      const e = error as SlackErrorLike;
+      const refused = e.code === 'slack_webapi_platform_error' && ['invalid_arguments', 'invalid_blocks'].includes(e.data?.error ?? '');
+      if (!refused) throw error;
+      logger.error({ err: error, teamId, userId }, 'slack refused the Home view; publishing a minimal one');
       await deps.clients.writer.views.publish({
         user_id: userId,
-        view: { type: 'home', blocks: [{ type: 'header', text: { type: 'plain_text', text: 'Activity' } }] },
+        view: {
+          type: 'home',
+          blocks: [
+            { type: 'header', text: { type: 'plain_text', text: 'Activity log' } },
+            { type: 'section', text: { type: 'mrkdwn', text: 'The Activity log could not be shown right now. Use *Download CSV* or try again later.' } },
+            {
+              type: 'actions',
+              elements: [{ type: 'button', text: { type: 'plain_text', text: 'Download CSV' }, action_id: ACTION_IDS.homeCsv, value: scope }],
+            },
+          ],
+        },
       });
+    }
+  };
+
+  const exportCsv = async (teamId: string, userId: string, scope: ActivityScope) => {
+    const { rows, truncated } = await activityCsvRows(deps.db, { teamId, viewerId: userId, scope });
+    const dm = await deps.clients.reader.conversations.open({ users: userId });
+    const channelId = dm.channel?.id;
+    if (!channelId) throw new Error('conversations.open returned no channel');
+    const filename = `activity-${scope === 'team' ? 'workspace' : 'mine'}-${now().toISOString().slice(0, 10)}.csv`;
+    const what = scope === 'team' ? 'everyone in this workspace' : 'your loops';
+    const count = `${rows.length} ${rows.length === 1 ? 'turn' : 'turns'}`;
+    const comment = `Activity log export (${what}): ${count}${truncated ? `, the newest ${rows.length} only` : ''}.`;
+    try {
+      await deps.clients.writer.files.uploadV2({
+        channel_id: channelId,
+        filename,
+        title: filename,
+        content: buildActivityCsv(rows),
+        initial_comment: comment,
+      });
+    } catch (error) {
+      logger.error({ err: error, teamId, userId }, 'CSV upload failed; not retried, the user is told');
+      await deps.clients.writer.chat
+        .postMessage({ channel: channelId, text: "I couldn't upload your Activity log CSV. Press *Download CSV* in my Home tab to try again." })
+        .catch((notifyError: unknown) => logger.warn({ err: notifyError }, 'could not tell the user the CSV upload failed'));
+    }
+  };
+
+  return {
+    publish: async (teamId, userId, options) => {
+      const scope: ActivityScope = options.scope === 'team' ? 'team' : 'mine';
+      if (options.csv) {
+        await exportCsv(teamId, userId, scope);
+        return;
+      }
+      const page = Number.isFinite(options.page) ? Math.min(MAX_PAGE, Math.max(0, Math.floor(options.page ?? 0))) : 0;
+      await publishView(teamId, userId, scope, page);
     },
   };
 }

@@ -3,6 +3,11 @@ export const SLACK_LIMITS = {
   blocksPerMessage: 50,
   blocksPerView: 100,
   sectionText: 3000,
+  /** Each of a section's `fields` text objects. */
+  sectionFieldText: 2000,
+  sectionFields: 10,
+  /** A text object inside a context block (the composition object's own limit). */
+  contextText: 3000,
   headerText: 150,
   contextElements: 10,
   buttonText: 75,

@@ -1,7 +1,7 @@
 // benchmark-details: a benchmark's name, size, categories, scoring and price; unknown ids list the others.
 import { z } from 'zod';
 import { isPlatformError } from '../../platform/errors.js';
-import { ACTION_IDS } from '../../slack/action-ids.js';
+import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkDetails = defineTool({
@@ -24,10 +24,10 @@ export const benchmarkDetails = defineTool({
     } catch (error) {
       if (!isPlatformError(error) || error.code !== 'not_found') throw error;
       const all = await ctx.platform.listBenchmarks();
-      const buttons = all.slice(0, 5).map((b) => ({
+      const buttons = all.slice(0, 5).map((b, i) => ({
         type: 'button',
         text: { type: 'plain_text', text: `${b.id}: ${b.name}`.slice(0, 70) },
-        action_id: ACTION_IDS.pickOption,
+        action_id: indexedActionId(ACTION_IDS.pickOption, i),
         value: JSON.stringify({ kind: 'pick', text: `Use benchmark ${b.id} (${b.name})` }),
       }));
       return {

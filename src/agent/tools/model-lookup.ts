@@ -1,6 +1,6 @@
 // model-lookup: resolves a model name to the platform's exact id; ambiguity becomes pick buttons.
 import { z } from 'zod';
-import { ACTION_IDS } from '../../slack/action-ids.js';
+import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
 import { defineTool } from './tool.js';
 
 export const modelLookup = defineTool({
@@ -23,10 +23,10 @@ export const modelLookup = defineTool({
         if (candidates.length > 0) break;
       }
     }
-    const buttons = candidates.slice(0, 5).map((m) => ({
+    const buttons = candidates.slice(0, 5).map((m, i) => ({
       type: 'button',
       text: { type: 'plain_text', text: m.id.slice(0, 70) },
-      action_id: `${ACTION_IDS.pickOption}`,
+      action_id: indexedActionId(ACTION_IDS.pickOption, i),
       value: JSON.stringify({ kind: 'pick', text: `Use the model ${m.id}` }),
     }));
     const attachments = buttons.length > 0 ? [{ type: 'actions', elements: buttons }] : [];

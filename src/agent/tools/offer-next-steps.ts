@@ -1,6 +1,6 @@
 // offer-next-steps: buttons for the natural next steps, each authorizing exactly its action.
 import { z } from 'zod';
-import { ACTION_IDS } from '../../slack/action-ids.js';
+import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
 import { truncate } from '../../slack/limits.js';
 import type { NextAction } from '../spend-guard.js';
 import { defineTool } from './tool.js';
@@ -30,10 +30,10 @@ export const offerNextSteps = defineTool({
     'Attach buttons for up to three next steps to your message, for when there is no agreed plan. Pressing one continues this thread as if the person had asked for that step, and authorizes exactly that action.',
   input: z.object({ steps: z.array(Step).min(1).max(3) }),
   run: async ({ steps }) => {
-    const elements = steps.map((step) => ({
+    const elements = steps.map((step, i) => ({
       type: 'button',
       text: { type: 'plain_text', text: truncate(LABELS[step.action](step as NextAction), 75) },
-      action_id: ACTION_IDS.nextStep,
+      action_id: indexedActionId(ACTION_IDS.nextStep, i),
       value: JSON.stringify({ kind: 'next', action: step }),
     }));
     return { content: `Attached ${elements.length} next-step button(s).`, attachments: [{ type: 'actions', elements }] };

@@ -9,7 +9,7 @@ import {
   type PairedFigures,
 } from '../../analysis/index.js';
 import type { NextAction } from '../../agent/spend-guard.js';
-import { ACTION_IDS } from '../action-ids.js';
+import { ACTION_IDS, indexedActionId } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
 
 export interface CostLine {
@@ -57,7 +57,7 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
   if (comparison.training) {
     rows.push(figureRow('Trained on (memorization check)', comparison.training.trainedOn));
     rows.push(figureRow('Not trained on', comparison.training.notTrainedOn));
-    if (comparison.training.heldOut) rows.push(figureRow('Held out', comparison.training.heldOut));
+    if (comparison.training.heldOut && comparison.training.heldOut.questions > 0) rows.push(figureRow('Held out', comparison.training.heldOut));
   }
   rows.push([cell('Fixed (wrong → right)'), cell(''), cell(formatCount(o.table.fixed)), cell('')]);
   rows.push([cell('Broken (right → wrong)'), cell(''), cell(formatCount(o.table.broken)), cell('')]);
@@ -132,7 +132,7 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
       elements: view.nextSteps.slice(0, SLACK_LIMITS.actionsElements).map((step, i) => ({
         type: 'button',
         text: { type: 'plain_text', text: truncate(step.label, SLACK_LIMITS.buttonText) },
-        action_id: ACTION_IDS.nextStep,
+        action_id: indexedActionId(ACTION_IDS.nextStep, i),
         value: truncate(JSON.stringify({ kind: 'next', action: step.action }), SLACK_LIMITS.buttonValue),
         ...(i === 0 ? { style: 'primary' } : {}),
       })),

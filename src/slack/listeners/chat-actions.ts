@@ -1,12 +1,11 @@
 // Buttons in a thread (next step, approve, retry, pick): each click becomes a button trigger.
 import type { App, BlockAction, ButtonAction } from '@slack/bolt';
 import { enqueueTrigger } from '../../store/triggers.js';
-import { CHAT_ACTION_IDS } from '../action-ids.js';
+import { CHAT_ACTION_PATTERN } from '../action-ids.js';
 import type { ListenerDeps } from './deps.js';
 
 export function registerChatActions(app: App, deps: ListenerDeps): void {
-  for (const actionId of CHAT_ACTION_IDS) {
-    app.action<BlockAction<ButtonAction>>(actionId, async ({ ack, body, action }) => {
+  app.action<BlockAction<ButtonAction>>({ type: 'block_actions', action_id: CHAT_ACTION_PATTERN }, async ({ ack, body, action }) => {
       const teamId = body.team?.id ?? body.user.team_id;
       const channelId = body.channel?.id ?? body.container?.channel_id;
       const message = body.message as { ts?: string; thread_ts?: string } | undefined;
@@ -32,7 +31,6 @@ export function registerChatActions(app: App, deps: ListenerDeps): void {
         },
       );
       await ack();
-      deps.logger.info({ teamId, actionId, triggerId: result?.triggerId }, 'button stored');
+      deps.logger.info({ teamId, actionId: action.action_id, triggerId: result?.triggerId }, 'button stored');
     });
-  }
 }

@@ -1,0 +1,135 @@
+// A scripted agent for end-to-end tests: it only chooses tool calls from what the bot tells it and
+// repeats tool results in its text; every number it writes comes from a tool result.
+import type Anthropic from '@anthropic-ai/sdk';
+import { text, toolUse, type MessagesRequest, type Script, type ScriptReply } from '../fakes/scripted-anthropic.js';
+
+type Block = Anthropic.ContentBlockParam;
+
+export const SEED_MESSAGE =
+  '<@UBOT> Run benchmark 104 on the base model Qwen2.5-0.5B-Instruct. When that run finishes, train this model on the questions it got wrong. When the training finishes, run benchmark 104 again on the model that training produced. Then compare the two runs: score before and after, which questions got fixed, which got broken, and your verdict: did training really improve the model?';
+
+function blocksOf(message: MessagesRequest['messages'][number] | undefined): Block[] {
+  if (!message) return [];
+  return typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content as Block[]);
+}
+
+function textOf(block: Block): string {
+  if (block.type === 'text') return block.text;
+  if (block.type === 'tool_result') {
+    const c = block.content;
+    return typeof c === 'string' ? c : (c ?? []).map((b) => (b.type === 'text' ? b.text : '')).join('\n');
+  }
+  return '';
+}
+
+/** The tool_use blocks of the assistant message before the last user message, by id. */
+function toolNames(req: MessagesRequest): Map<string, { name: string; input: unknown }> {
+  const names = new Map<string, { name: string; input: unknown }>();
+  for (const message of req.messages) {
+    if (message.role !== 'assistant') continue;
+    for (const block of blocksOf(message)) if (block.type === 'tool_use') names.set(block.id, { name: block.name, input: block.input });
+  }
+  return names;
+}
+
+export interface LoopScriptOptions {
+  /** On a platform event, launch this run instead of following the plan (to test the guard). */
+  rogueLaunch?: { benchmarkId: string; modelId: string };
+}
+
+/** Picks the next action from the newest user message, like a careful agent would. */
+export function loopScript(options: LoopScriptOptions = {}): Script {
+  return (req): ScriptReply => {
+    const last = blocksOf(req.messages.at(-1));
+    const results = last.filter((b): b is Anthropic.ToolResultBlockParam => b.type === 'tool_result');
+    if (results.length > 0) return afterTools(req, results);
+    const prompt = last.map(textOf).join('\n');
+    return onPrompt(prompt, options);
+  };
+}
+
+function onPrompt(prompt: string, options: LoopScriptOptions): ScriptReply {
+  if (prompt.startsWith('[Slack message from')) {
+    const model = /on (?:the base model )?([A-Za-z0-9._\-/]+?)(?:\.\s|\.$|\s|$)/.exec(prompt)?.[1];
+    if (/benchmark\s+\d+/i.test(prompt) && model) return { content: [toolUse('model-lookup', { query: model })] };
+    return { content: [text('Tell me which benchmark and model to run.')] };
+  }
+  if (prompt.startsWith('[Platform event')) {
+    if (options.rogueLaunch) return { content: [toolUse('benchmark-launch', options.rogueLaunch)] };
+    const train = /build the training set from run (\S+) \(dataset-build\) and launch the LoRA training of (\S+) on it/.exec(prompt);
+    if (train) return { content: [text('The baseline run finished; building the training set.'), toolUse('dataset-build', { runId: train[1] })] };
+    const rerun = /launch benchmark (\S+) on the trained model (\S+)\./.exec(prompt);
+    if (rerun) return { content: [toolUse('benchmark-launch', { benchmarkId: rerun[1], modelId: rerun[2] })] };
+    const compare = /compare run (\S+) \(before\) with run (\S+) \(after\)/.exec(prompt);
+    if (compare) return { content: [toolUse('benchmark-analyze', { beforeRunId: compare[1], afterRunId: compare[2] })] };
+    const finished = /^Run (\S+) \(benchmark (\S+), model (\S+)\): completed/m.exec(prompt);
+    if (finished && prompt.includes('No plan was agreed')) {
+      return { content: [toolUse('offer-next-steps', { steps: [{ action: 'train_on_failures', runId: finished[1], modelId: finished[3] }] })] };
+    }
+    return { content: [text(`Update: ${prompt.split('\n')[1] ?? ''}`)] };
+  }
+  const approve = /pressed "Approve [\d.]+ credits"\] They approve exactly this launch: (\{.*\})\./.exec(prompt);
+  if (approve) {
+    const intent = JSON.parse(approve[1]!) as { tool: string } & Record<string, unknown>;
+    const { tool, ...input } = intent;
+    if (tool === 'dataset-build') delete input.augmentation;
+    return { content: [toolUse(tool, input)] };
+  }
+  const next = /pressed the next-step button\] They ask for exactly this step: (\{.*\})\./.exec(prompt);
+  if (next) {
+    const action = JSON.parse(next[1]!) as Record<string, unknown>;
+    if (action.action === 'train_on_failures') {
+      return { content: [toolUse('dataset-build', { runId: action.runId, heldOutFraction: action.heldOutFraction, augmentation: action.augmentation })] };
+    }
+    if (action.action === 'run_benchmark') return { content: [toolUse('benchmark-launch', { benchmarkId: action.benchmarkId, modelId: action.modelId })] };
+    return { content: [text('Noted.')] };
+  }
+  return { content: [text('Okay.')] };
+}
+
+function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockParam[]): ScriptReply {
+  const names = toolNames(req);
+  const seed = req.messages
+    .flatMap((m) => (m.role === 'user' ? blocksOf(m) : []))
+    .map(textOf)
+    .filter((t) => t.startsWith('[Slack message from'))
+    .at(-1) ?? '';
+  const wantsPlan = /train/i.test(seed) && /compare/i.test(seed);
+  const contents = results.map((r) => ({ name: names.get(r.tool_use_id)?.name, text: textOf(r), error: r.is_error === true }));
+  const failed = contents.find((c) => c.error);
+  if (failed) return { content: [text(failed.text)] };
+  const first = contents[0]!;
+  switch (first.name) {
+    case 'model-lookup': {
+      const id = /Exact match: (\S+)/.exec(first.text)?.[1];
+      if (!id) return { content: [text(first.text)] };
+      const benchmarkId = /benchmark\s+(\d+)/i.exec(seed)?.[1] ?? '104';
+      const launch = toolUse('benchmark-launch', { benchmarkId, modelId: id });
+      if (!wantsPlan) return { content: [launch] };
+      return {
+        content: [
+          toolUse('plan-set', { benchmarkId, baseModelId: id, steps: ['baseline_run', 'train', 'trained_run', 'compare'] }),
+          launch,
+        ],
+      };
+    }
+    case 'dataset-build': {
+      const dataset = /Dataset (\S+) built from run/.exec(first.text)?.[1];
+      const all = JSON.stringify(req.messages);
+      const base = /training of (\S+) on it/.exec(all)?.[1] ?? /\\"modelId\\":\\"([^\\"]+)\\"/.exec(all)?.[1];
+      return { content: [text(first.text), toolUse('training-launch', { datasetId: dataset, baseModelId: base })] };
+    }
+    case 'offer-next-steps': {
+      const event = req.messages
+        .flatMap((m) => (m.role === 'user' ? blocksOf(m) : []))
+        .map(textOf)
+        .filter((t) => t.startsWith('[Platform event'))
+        .at(-1);
+      return { content: [text(`${event?.split('\n')[1] ?? ''}\nWant me to train it on its failures? Press the button.`)] };
+    }
+    case 'benchmark-analyze':
+      return { content: [text(`Here is the comparison. ${first.text.split('\n')[0]}`)] };
+    default:
+      return { content: [text(contents.map((c) => c.text).filter((t) => !t.startsWith('Plan recorded')).join('\n'))] };
+  }
+}

@@ -1,0 +1,257 @@
+// End to end: one message in, one verdict out, each step woken by the platform's signal.
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
+import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
+import { ACTION_IDS } from '../../src/slack/action-ids.js';
+import { sendBlockAction } from '../fakes/slack-requests.js';
+import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
+import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from './loop-script.js';
+
+const OWNER = 'UOWNER';
+
+interface SandboxCounts {
+  runs: number;
+  trainings: number;
+  datasets: number;
+}
+
+export async function sandboxCounts(h: Harness): Promise<SandboxCounts> {
+  const row = await sql<{ runs: string; trainings: string; datasets: string }>`
+    select (select count(*) from sandbox.runs) as runs,
+           (select count(*) from sandbox.trainings) as trainings,
+           (select count(*) from sandbox.datasets) as datasets`.execute(h.db.db);
+  const r = row.rows[0]!;
+  return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
+}
+
+function texts(h: Harness, threadTs: string): string[] {
+  return h.posts(threadTs).map((p) => `${p.text}\n${JSON.stringify(p.blocks ?? [])}`);
+}
+
+async function startLoop(options: { env?: Record<string, string>; script?: LoopScriptOptions; mode?: 'inprocess' | 'process'; faults?: Record<string, number>; startingBalance?: number } = {}) {
+  const h = await startHarness({
+    script: loopScript(options.script),
+    env: options.env ?? {},
+    mode: options.mode ?? 'inprocess',
+    botOptions: {
+      ...(options.faults || options.startingBalance !== undefined
+        ? { sandbox: { ...(options.faults ? { faults: options.faults } : {}), ...(options.startingBalance !== undefined ? { startingBalance: options.startingBalance } : {}) } }
+        : {}),
+    },
+  });
+  const mention = await h.mention({ user: OWNER, text: SEED_MESSAGE });
+  expect(mention.status).toBe(200);
+  return { h, threadTs: mention.ts };
+}
+
+/** Waits for the comparison message (the table) in the thread. */
+async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 60_000) {
+  return waitUntil(
+    () => h.posts(threadTs).find((p) => JSON.stringify(p.blocks ?? []).includes('"type":"table"')),
+    timeoutMs,
+    'the comparison message',
+  );
+}
+
+describe('the autonomous loop', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  it('drives one message to the verdict with exactly one launch per step, every number from the platform and the analysis', async () => {
+    const loop = await startLoop();
+    h = loop.h;
+    const verdict = await waitForVerdict(h, loop.threadTs);
+    const posts = h.posts(loop.threadTs);
+    // Launch report, training report, trained-run report, comparison.
+    expect(posts.length).toBe(4);
+    for (const post of posts) expect(post.text).toContain(`<@${OWNER}>`);
+    expect(posts[0]!.text).toMatch(/Launched run \S+ of benchmark 104/);
+    expect(posts[0]!.text).toContain('qwen/Qwen2.5-0.5B-Instruct');
+    expect(posts[0]!.text).toMatch(/Balance [\d.]+ credits/);
+    expect(posts[1]!.text).toMatch(/Launched LoRA training/);
+    expect(posts[2]!.text).toMatch(/Launched run \S+ of benchmark 104/);
+
+    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+
+    // Each step after the first was woken by a webhook, not a click.
+    const triggers = await h.db.db.selectFrom('triggers').select(['kind', 'payload']).where('team_id', '=', TEAM).orderBy('id').execute();
+    expect(triggers.map((t) => t.kind)).toEqual(['mention', 'platform_event', 'platform_event', 'platform_event']);
+    expect(triggers.slice(1).map((t) => (t.payload as { type: string }).type)).toEqual(['run.completed', 'training.completed', 'run.completed']);
+
+    // Recompute the comparison from the sandbox's own data and check the table against it.
+    const bot = h.bot()!;
+    const runs = await h.db.db.selectFrom('resources').selectAll().where('kind', '=', 'run').orderBy('id').execute();
+    const [before, after] = runs;
+    const trainedModel = (await bot.platform.getRun(after!.platform_id)).modelId;
+    const model = await bot.platform.getModel(trainedModel);
+    const dataset = await bot.platform.getDataset(model.datasetId!);
+    const expected = compareRuns({
+      before: await fetchOutcomes(bot.platform, before!.platform_id),
+      after: await fetchOutcomes(bot.platform, after!.platform_id),
+      trainedOn: dataset.trainedQuestionIds,
+      heldOut: dataset.heldOutQuestionIds,
+    });
+    const blocks = JSON.stringify(verdict.blocks);
+    const table = (verdict.blocks as Array<{ type: string; rows?: Array<Array<{ text: string }>> }>).find((b) => b.type === 'table')!;
+    const row = (label: string) => table.rows!.find((r) => r[0]!.text.startsWith(label))!.map((c) => c.text);
+    expect(row('All questions')).toEqual([
+      `All questions (${expected.overall.questions})`,
+      formatPercent(expected.overall.accuracyBefore.rate),
+      formatPercent(expected.overall.accuracyAfter.rate),
+      `${formatPoints(expected.overall.change.estimate).replace(' pts', '')} pts (${formatPointsRange(expected.overall.change.interval)})`,
+    ]);
+    expect(row('Fixed')[2]).toBe(String(expected.overall.table.fixed));
+    expect(row('Broken')[2]).toBe(String(expected.overall.table.broken));
+    expect(row('Both right')[2]).toBe(String(expected.overall.table.bothRight));
+    expect(row('Both wrong')[2]).toBe(String(expected.overall.table.bothWrong));
+    expect(row('McNemar')[3]).toBe(formatPValue(expected.overall.mcnemarP));
+    expect(row('Trained on')[2]).toBe(formatPercent(expected.training!.trainedOn.accuracyAfter.rate));
+    expect(row('Not trained on')[2]).toBe(formatPercent(expected.training!.notTrainedOn.accuracyAfter.rate));
+    expect(blocks).toContain(expected.verdict.reason.slice(0, 60));
+    // Every failed question was trained on: the verdict says generalization was not measured.
+    expect(expected.training!.generalizationMeasured).toBe(false);
+    expect(blocks).toMatch(/memorization/i);
+    expect(blocks).toContain('Retrain with 30% held out');
+    // Cost of every step, charged by the platform.
+    const charged = await h.db.db.selectFrom('resources').select(['kind', 'price_charged']).where('kind', 'in', ['run', 'training']).execute();
+    for (const r of charged) {
+      expect(r.price_charged).not.toBeNull();
+      expect(blocks).toContain(`${Number(r.price_charged).toFixed(2)} cr`);
+    }
+    expect(h.slack.violations).toEqual([]);
+  }, 120_000);
+
+  it('ends the same with every webhook duplicated three times and reordered', async () => {
+    const loop = await startLoop({ faults: { webhookDuplicate: 1, webhookReorder: 1 } });
+    h = loop.h;
+    await waitForVerdict(h, loop.threadTs);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(h.posts(loop.threadTs)).toHaveLength(4);
+  }, 120_000);
+
+  it('finishes through the reconcile sweep when every webhook is dropped', async () => {
+    const loop = await startLoop({ faults: { webhookDrop: 1 }, env: { RECONCILE_OVERDUE_SECONDS: '1', RECONCILE_CRON: '* * * * * *' } });
+    h = loop.h;
+    await waitForVerdict(h, loop.threadTs, 90_000);
+    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    const kinds = await h.db.db.selectFrom('triggers').select('kind').where('team_id', '=', TEAM).orderBy('id').execute();
+    expect(kinds.map((k) => k.kind)).toEqual(['mention', 'reconcile', 'reconcile', 'reconcile']);
+  }, 120_000);
+
+  it('refuses an unplanned launch from an event-woken turn', async () => {
+    const loop = await startLoop({ script: { rogueLaunch: { benchmarkId: '104', modelId: 'qwen/Qwen2.5-1.5B-Instruct' } } });
+    h = loop.h;
+    await h.waitForPosts(loop.threadTs, 2, 60_000);
+    expect(await sandboxCounts(h)).toMatchObject({ runs: 1, trainings: 0 });
+    const refusal = h.model.requests
+      .flatMap((r) => JSON.stringify(r.body.messages))
+      .find((m) => m.includes('Refused by the spend guard'));
+    expect(refusal).toBeDefined();
+  }, 120_000);
+
+  it('stops before training when credits are short, with an approve button, and launches nothing', async () => {
+    const loop = await startLoop({ startingBalance: 6 });
+    h = loop.h;
+    const posts = await h.waitForPosts(loop.threadTs, 2, 60_000);
+    const second = `${posts[1]!.text}${JSON.stringify(posts[1]!.blocks)}`;
+    expect(second).toMatch(/only [\d.]+ are available/);
+    expect(second).toContain(ACTION_IDS.approve);
+    expect(second).toMatch(/Approve [\d.]+ credits/);
+    expect(await sandboxCounts(h)).toMatchObject({ runs: 1, trainings: 0 });
+  }, 120_000);
+
+  it('refuses a spend button pressed by someone who may not spend', async () => {
+    const loop = await startLoop({ env: { SPEND_CONFIRM_THRESHOLD: '3' } });
+    h = loop.h;
+    // The first launch (4 credits) is above the threshold of 3: an approve button appears.
+    const [first] = await h.waitForPosts(loop.threadTs, 1, 60_000);
+    const approve = JSON.stringify(first!.blocks);
+    expect(approve).toContain(ACTION_IDS.approve);
+    const button = (first!.blocks as Array<{ type: string; elements?: Array<{ action_id: string; value: string }> }>)
+      .flatMap((b) => b.elements ?? [])
+      .find((e) => e.action_id === ACTION_IDS.approve)!;
+    const stranger = await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
+      user: 'USTRANGER',
+      teamId: TEAM,
+      channel: CHANNEL,
+      messageTs: first!.ts,
+      threadTs: loop.threadTs,
+      actionId: ACTION_IDS.approve,
+      value: button.value,
+    });
+    expect(stranger.status).toBe(200);
+    await waitUntil(() => h!.slack.ephemerals.find((e) => e.user === 'USTRANGER'), 20_000, 'the ephemeral refusal');
+    expect(await sandboxCounts(h)).toMatchObject({ runs: 0 });
+
+    // The owner's click launches exactly that run.
+    await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
+      user: OWNER,
+      teamId: TEAM,
+      channel: CHANNEL,
+      messageTs: first!.ts,
+      threadTs: loop.threadTs,
+      actionId: ACTION_IDS.approve,
+      value: button.value,
+    });
+    await waitUntil(async () => ((await sandboxCounts(h!)).runs === 1 ? true : undefined), 30_000, 'the approved run');
+  }, 120_000);
+
+  it('finishes after the bot is killed after each launch and restarted, with no extra launch and no duplicate message', async () => {
+    const loop = await startLoop({ mode: 'process', env: { RECONCILE_OVERDUE_SECONDS: '2', RECONCILE_CRON: '* * * * * *' } });
+    h = loop.h;
+    for (let posts = 1; posts <= 3; posts += 1) {
+      await h.waitForPosts(loop.threadTs, posts, 60_000);
+      await h.kill();
+      await h.restart();
+    }
+    await waitForVerdict(h, loop.threadTs, 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(h.posts(loop.threadTs)).toHaveLength(4);
+  }, 180_000);
+
+  it('without a plan, reports the result, starts nothing else, and a next-step button continues the chat', async () => {
+    const h0 = await startHarness({ script: loopScript() });
+    h = h0;
+    const mention = await h0.mention({ user: OWNER, text: '<@UBOT> Run benchmark 104 on Qwen2.5-0.5B-Instruct' });
+    const posts = await h0.waitForPosts(mention.ts, 2, 60_000);
+    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, trainings: 0, datasets: 0 });
+    // The report of the finished run offers next steps instead of starting them.
+    const report = posts[1]!;
+    expect(report.text).toContain(`<@${OWNER}>`);
+    expect(report.text).toMatch(/score [\d.]+%/);
+    const buttons = (report.blocks as Array<{ type: string; elements?: Array<{ action_id: string; value: string; text: { text: string } }> }>)
+      .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []));
+    const train = buttons.find((b) => b.text.text.startsWith('Train on failures'));
+    expect(train).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, trainings: 0 });
+
+    await sendBlockAction(`${h0.url()}/slack/events`, h0.env.SLACK_SIGNING_SECRET!, {
+      user: OWNER,
+      teamId: TEAM,
+      channel: CHANNEL,
+      messageTs: report.ts,
+      threadTs: mention.ts,
+      actionId: train!.action_id,
+      value: train!.value,
+    });
+    await waitUntil(async () => ((await sandboxCounts(h0)).trainings === 1 ? true : undefined), 30_000, 'the training the button asked for');
+    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, datasets: 1 });
+  }, 120_000);
+
+  it('asks which model when the name matches none, offering the closest as buttons', async () => {
+    const h0 = await startHarness({ script: loopScript() });
+    h = h0;
+    const mention = await h0.mention({ user: OWNER, text: '<@UBOT> Run benchmark 104 on Qwen2.5-7B-Turbo' });
+    const [post] = await h0.waitForPosts(mention.ts, 1, 30_000);
+    expect(post!.text).toMatch(/No model matches/);
+    expect(JSON.stringify(post!.blocks)).toContain('qwen/Qwen2.5-0.5B-Instruct');
+    expect(await sandboxCounts(h0)).toMatchObject({ runs: 0 });
+  }, 60_000);
+});
