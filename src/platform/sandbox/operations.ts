@@ -1,0 +1,473 @@
+// Sandbox business logic: launches with idempotency and credit checks, and completing due work with its webhook.
+import { createHash, randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import {
+  priceRun,
+  roundCredits,
+  BenchmarkPricingSchema,
+  type ApiErrorCode,
+  type BenchmarkWire,
+  type LaunchRunInput,
+  type TrainingEstimateWire,
+  type WebhookEventType,
+  type WebhookEventWire,
+} from '../contract.js';
+import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
+import type { SandboxContext } from './context.js';
+import { memorizationProbability, splitFailures, summarizeRun } from './simulator.js';
+import {
+  chargeAccount,
+  datasetToWire,
+  dueRunIds,
+  dueTrainingIds,
+  getDataset,
+  getModel,
+  getRun,
+  getTraining,
+  insertDataset,
+  insertFineTunedModel,
+  insertOutboxEvent,
+  insertRun,
+  insertTraining,
+  loadLineage,
+  readAccount,
+  runToWire,
+  trainingToWire,
+  updateRun,
+  updateTraining,
+  withTransaction,
+  type DatasetRow,
+  type ModelRow,
+  type RunRow,
+} from './store.js';
+
+export class SandboxApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+const notFound = (what: string) => new SandboxApiError(404, 'not_found', `${what} not found`);
+const unprocessable = (message: string) => new SandboxApiError(422, 'invalid_request', message);
+
+// ---------------------------------------------------------------- catalogue views
+
+export function benchmarkToWire(benchmark: BenchmarkDefinition): BenchmarkWire {
+  return {
+    id: benchmark.id,
+    name: benchmark.name,
+    description: benchmark.description,
+    question_count: benchmark.questionCount,
+    categories: categoryCounts(benchmark).map((c) => ({ name: c.name, question_count: c.count })),
+    scoring: benchmark.scoring,
+    pricing: benchmark.pricing,
+    environment: 'sandbox',
+  };
+}
+
+export function requireBenchmark(id: string): BenchmarkDefinition {
+  const benchmark = findBenchmark(id);
+  if (!benchmark) throw notFound(`benchmark ${id}`);
+  return benchmark;
+}
+
+async function requireModel(db: pg.PoolClient | pg.Pool, id: string): Promise<ModelRow> {
+  const model = await getModel(db, id);
+  if (!model) throw notFound(`model ${id}`);
+  return model;
+}
+
+// ---------------------------------------------------------------- durations and prices
+
+export function runDurationMs(questionCount: number, timeScale: number): number {
+  return 60_000 * Math.sqrt(Math.max(1, questionCount / 100)) * timeScale;
+}
+
+export function queueDelayMs(timeScale: number): number {
+  return 2_000 * timeScale;
+}
+
+export function trainingDurationMs(trainedTokens: number, timeScale: number): number {
+  return 300_000 * Math.min(4, Math.max(0.5, trainedTokens / 60_000)) * timeScale;
+}
+
+/** Training price per 1,000 trained tokens (dataset tokens x epochs), by base model size. */
+export function trainingRate(params: number): number {
+  if (params <= 1_000_000_000) return 0.2;
+  if (params <= 3_500_000_000) return 0.4;
+  if (params <= 10_000_000_000) return 1;
+  return 2.5;
+}
+
+export function quoteTraining(
+  dataset: DatasetRow,
+  model: ModelRow,
+  epochs: number,
+  timeScale: number,
+): TrainingEstimateWire {
+  const trainedTokens = dataset.token_count * epochs;
+  const rate = trainingRate(model.params);
+  return {
+    dataset_id: dataset.id,
+    base_model_id: model.id,
+    epochs,
+    trained_tokens: trainedTokens,
+    credits_per_1k_tokens: rate,
+    price_credits: Math.max(1, roundCredits((trainedTokens / 1000) * rate)),
+    estimated_duration_seconds:
+      Math.round((queueDelayMs(timeScale) + trainingDurationMs(trainedTokens, timeScale)) / 10) / 100,
+    environment: 'sandbox',
+  };
+}
+
+// ---------------------------------------------------------------- idempotency and credits
+
+function requestHash(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex');
+}
+
+/**
+ * Runs `create` at most once per (scope, key): a repeated key with the same request replays the
+ * stored response with status 200; with a different request it fails 422. A failed `create`
+ * rolls back and leaves the key unused. Concurrent requests with one key serialize on its row.
+ */
+async function withIdempotency(
+  ctx: SandboxContext,
+  scope: string,
+  key: string | undefined,
+  request: unknown,
+  create: (client: pg.PoolClient) => Promise<Reply>,
+): Promise<Reply> {
+  if (key === undefined) return withTransaction(ctx.pool, create);
+  const hash = requestHash(request);
+  return withTransaction(ctx.pool, async (client) => {
+    const inserted = await client.query(
+      `INSERT INTO sandbox.idempotency_keys (scope, key, request_hash) VALUES ($1, $2, $3)
+       ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
+      [scope, key, hash],
+    );
+    if (inserted.rowCount === 0) {
+      const existing = await client.query<{ request_hash: string; response: unknown }>(
+        'SELECT request_hash, response FROM sandbox.idempotency_keys WHERE scope = $1 AND key = $2',
+        [scope, key],
+      );
+      const row = existing.rows[0]!;
+      if (row.request_hash !== hash) {
+        throw unprocessable('Idempotency-Key was already used with a different request body');
+      }
+      return { status: 200, body: row.response, headers: { 'idempotent-replayed': 'true' } };
+    }
+    const reply = await create(client);
+    await client.query('UPDATE sandbox.idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [
+      scope,
+      key,
+      JSON.stringify(reply.body),
+    ]);
+    return reply;
+  });
+}
+
+/** Locks the account and fails 402 unless balance minus in-flight prices covers `price`. */
+async function requireCredits(client: pg.PoolClient, price: number): Promise<void> {
+  const account = await readAccount(client, true);
+  if (account.available_credits < price) {
+    throw new SandboxApiError(
+      402,
+      'insufficient_credits',
+      `this costs ${price.toFixed(2)} credits but only ${account.available_credits.toFixed(2)} are available ` +
+        `(balance ${account.balance_credits.toFixed(2)}, ${account.reserved_credits.toFixed(2)} reserved by work in flight)`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------- launches
+
+export function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
+  return withIdempotency(ctx, 'runs', key, input, async (client) => {
+    const benchmark = requireBenchmark(input.benchmarkId);
+    const model = await requireModel(client, input.modelId);
+    const price = priceRun(BenchmarkPricingSchema.parse(benchmark.pricing), model.params);
+    await requireCredits(client, price);
+    const now = ctx.now();
+    const willFail = ctx.random() < ctx.faults.runFailureRate;
+    const durationMs = runDurationMs(benchmark.questionCount, ctx.timeScale);
+    const startsAt = new Date(now.getTime() + queueDelayMs(ctx.timeScale));
+    const row = await insertRun(client, {
+      benchmarkId: benchmark.id,
+      modelId: model.id,
+      questionCount: benchmark.questionCount,
+      price,
+      seed: ctx.seed,
+      flipRate: ctx.simulation.rerunFlipRate,
+      willFail,
+      createdAt: now,
+      startsAt,
+      finishesAt: new Date(startsAt.getTime() + (willFail ? durationMs / 2 : durationMs)),
+      durationMs,
+    });
+    ctx.logger.info({ runId: row.id, benchmarkId: benchmark.id, modelId: model.id, price }, 'sandbox run launched');
+    return { status: 201, body: runToWire(row, ctx.publicUrl) };
+  });
+}
+
+export async function requireRun(ctx: SandboxContext, id: string): Promise<RunRow> {
+  const run = await getRun(ctx.pool, id);
+  if (!run) throw notFound(`run ${id}`);
+  return run;
+}
+
+export function buildDataset(
+  ctx: SandboxContext,
+  input: { runId: string; augmentation: number; heldOutFraction: number; seed: number },
+  key: string | undefined,
+): Promise<Reply> {
+  return withIdempotency(ctx, 'datasets', key, input, async (client) => {
+    const run = await getRun(client, input.runId);
+    if (!run) throw notFound(`run ${input.runId}`);
+    if (run.status !== 'completed') {
+      throw unprocessable(`run ${run.id} is ${run.status}; datasets are built from completed runs`);
+    }
+    const benchmark = requireBenchmark(run.benchmark_id);
+    const lineage = await loadLineage(client, run.model_id, ctx.lineages);
+    const summary = summarizeRun(run.seed, benchmark, lineage, { runId: run.id, rerunFlipRate: run.flip_rate });
+    if (summary.failedQuestionIds.length === 0) throw unprocessable(`run ${run.id} has no failed questions`);
+    const split = splitFailures(summary.failedQuestionIds, input.heldOutFraction, input.seed, run.id);
+    if (split.trained.length === 0) throw unprocessable('the held-out fraction leaves no question to train on');
+    let tokens = 0;
+    for (const id of split.trained) tokens += questionAt(run.seed, benchmark, questionIndex(benchmark, id)!).tokens;
+    const row = await insertDataset(client, {
+      run_id: run.id,
+      benchmark_id: benchmark.id,
+      source_model_id: run.model_id,
+      augmentation: input.augmentation,
+      held_out_fraction: input.heldOutFraction,
+      seed: input.seed,
+      failed_question_count: summary.failedQuestionIds.length,
+      trained_question_ids: split.trained,
+      held_out_question_ids: split.heldOut,
+      example_count: split.trained.length * input.augmentation,
+      token_count: tokens * input.augmentation,
+      created_at: ctx.now(),
+    });
+    return { status: 201, body: datasetToWire(row) };
+  });
+}
+
+async function trainingInputs(
+  ctx: SandboxContext,
+  db: pg.PoolClient | pg.Pool,
+  input: { datasetId: string; baseModelId: string; epochs: number },
+): Promise<{ dataset: DatasetRow; model: ModelRow; quote: TrainingEstimateWire }> {
+  const dataset = await getDataset(db, input.datasetId);
+  if (!dataset) throw notFound(`dataset ${input.datasetId}`);
+  const model = await requireModel(db, input.baseModelId);
+  return { dataset, model, quote: quoteTraining(dataset, model, input.epochs, ctx.timeScale) };
+}
+
+export async function estimateTraining(
+  ctx: SandboxContext,
+  input: { datasetId: string; baseModelId: string; epochs: number },
+): Promise<Reply> {
+  const { quote } = await trainingInputs(ctx, ctx.pool, input);
+  return { status: 200, body: quote };
+}
+
+export function launchTraining(
+  ctx: SandboxContext,
+  input: { datasetId: string; baseModelId: string; epochs: number },
+  key: string,
+): Promise<Reply> {
+  return withIdempotency(ctx, 'trainings', key, input, async (client) => {
+    const { dataset, model, quote } = await trainingInputs(ctx, client, input);
+    await requireCredits(client, quote.price_credits);
+    const now = ctx.now();
+    const willFail = ctx.random() < ctx.faults.trainingFailureRate;
+    const durationMs = trainingDurationMs(quote.trained_tokens, ctx.timeScale);
+    const startsAt = new Date(now.getTime() + queueDelayMs(ctx.timeScale));
+    const row = await insertTraining(client, {
+      dataset_id: dataset.id,
+      base_model_id: model.id,
+      epochs: input.epochs,
+      trained_tokens: quote.trained_tokens,
+      price: quote.price_credits,
+      memorization: memorizationProbability(dataset.augmentation),
+      forgetting: ctx.simulation.forgettingRate,
+      generalization: ctx.simulation.generalizationRate,
+      will_fail: willFail,
+      created_at: now,
+      starts_at: startsAt,
+      finishes_at: new Date(startsAt.getTime() + (willFail ? durationMs / 2 : durationMs)),
+      duration_ms: durationMs,
+    });
+    ctx.logger.info({ trainingId: row.id, datasetId: dataset.id, price: quote.price_credits }, 'sandbox training launched');
+    return { status: 201, body: trainingToWire(row, ctx.publicUrl, now) };
+  });
+}
+
+// ---------------------------------------------------------------- completing due work
+
+async function enqueueEvent(
+  ctx: SandboxContext,
+  client: pg.PoolClient,
+  type: WebhookEventType,
+  resourceId: string,
+  at: Date,
+): Promise<void> {
+  const id = `evt_${randomBytes(12).toString('hex')}`;
+  const body: WebhookEventWire = { type, id, created_at: at.toISOString(), data: { id: resourceId } };
+  const faults = ctx.faults;
+  const dropped = ctx.random() < faults.webhookDrop;
+  const duplicated = ctx.random() < faults.webhookDuplicate;
+  const held = ctx.random() < faults.webhookReorder;
+  await insertOutboxEvent(client, {
+    id,
+    type,
+    resourceId,
+    body: JSON.stringify(body),
+    status: dropped ? 'dropped' : 'pending',
+    copies: duplicated ? (ctx.random() < 0.5 ? 2 : 3) : 1,
+    held,
+    nextAttemptAt: new Date(ctx.now().getTime() + faults.webhookDelayMs),
+    createdAt: ctx.now(),
+  });
+}
+
+async function advanceRun(ctx: SandboxContext, id: string, now: Date): Promise<void> {
+  await withTransaction(ctx.pool, async (client) => {
+    const run = await getRun(client, id, 'skip-locked');
+    if (!run || (run.status !== 'queued' && run.status !== 'running')) return;
+    if (run.status === 'queued' && run.starts_at <= now) {
+      await updateRun(client, id, { status: 'running', started_at: run.starts_at });
+      run.status = 'running';
+    }
+    if (run.status !== 'running' || run.finishes_at > now) return;
+    if (run.will_fail) {
+      await updateRun(client, id, {
+        status: 'failed',
+        charged: 0,
+        finished_at: run.finishes_at,
+        error_message: 'evaluation worker lost its GPU (sandbox-injected failure); nothing was charged',
+      });
+      await enqueueEvent(ctx, client, 'run.failed', id, run.finishes_at);
+      ctx.logger.info({ runId: id }, 'sandbox run failed');
+      return;
+    }
+    const benchmark = requireBenchmark(run.benchmark_id);
+    const lineage = await loadLineage(client, run.model_id, ctx.lineages);
+    const summary = summarizeRun(run.seed, benchmark, lineage, { runId: run.id, rerunFlipRate: run.flip_rate });
+    await updateRun(client, id, {
+      status: 'completed',
+      score: summary.score,
+      category_scores: summary.categoryScores,
+      charged: run.price,
+      finished_at: run.finishes_at,
+    });
+    await chargeAccount(client, run.price);
+    await enqueueEvent(ctx, client, 'run.completed', id, run.finishes_at);
+    ctx.logger.info({ runId: id, score: summary.score, charged: run.price }, 'sandbox run completed');
+  });
+}
+
+function fineTunedName(baseName: string, trainingId: string): string {
+  const root = baseName.replace(/(-lora-\d+)+$/, '');
+  return `${root}-lora-${trainingId.replace(/^tj_/, '')}`;
+}
+
+async function advanceTraining(ctx: SandboxContext, id: string, now: Date): Promise<void> {
+  await withTransaction(ctx.pool, async (client) => {
+    const training = await getTraining(client, id, 'skip-locked');
+    if (!training || (training.status !== 'queued' && training.status !== 'running')) return;
+    if (training.status === 'queued' && training.starts_at <= now) {
+      await updateTraining(client, id, { status: 'running', started_at: training.starts_at });
+      training.status = 'running';
+    }
+    if (training.status !== 'running' || training.finishes_at > now) return;
+    if (training.will_fail) {
+      await updateTraining(client, id, {
+        status: 'failed',
+        charged: 0,
+        finished_at: training.finishes_at,
+        error_message: 'training diverged: loss became NaN (sandbox-injected failure); nothing was charged',
+      });
+      await enqueueEvent(ctx, client, 'training.failed', id, training.finishes_at);
+      ctx.logger.info({ trainingId: id }, 'sandbox training failed');
+      return;
+    }
+    const base = (await getModel(client, training.base_model_id))!;
+    const name = fineTunedName(base.name, id);
+    const modelId = `ft/${name}`;
+    await insertFineTunedModel(client, {
+      id: modelId,
+      name,
+      params: base.params,
+      sizeLabel: base.size_label,
+      baseModelId: base.id,
+      trainingJobId: id,
+      datasetId: training.dataset_id,
+      createdAt: training.finishes_at,
+    });
+    await updateTraining(client, id, {
+      status: 'completed',
+      charged: training.price,
+      produced_model_id: modelId,
+      finished_at: training.finishes_at,
+    });
+    await chargeAccount(client, training.price);
+    await enqueueEvent(ctx, client, 'training.completed', id, training.finishes_at);
+    ctx.logger.info({ trainingId: id, modelId, charged: training.price }, 'sandbox training completed');
+  });
+}
+
+/** Starts and finishes every run and training that is due, one transaction each. */
+export async function processDueWork(ctx: SandboxContext): Promise<void> {
+  const now = ctx.now();
+  for (const id of await dueRunIds(ctx.pool, now)) await advanceRun(ctx, id, now);
+  for (const id of await dueTrainingIds(ctx.pool, now)) await advanceTraining(ctx, id, now);
+}
+
+// ---------------------------------------------------------------- model search
+
+const compact = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/**
+ * Models matching `query` case-insensitively, best first: exact id, exact name, prefix, substring,
+ * then substring ignoring punctuation (`qwen2.5 0.5b` finds `Qwen2.5-0.5B-Instruct`). Base models
+ * rank before fine-tunes of equal match. An empty query lists everything.
+ */
+export function searchModels(models: readonly ModelRow[], query: string, limit = 50): ModelRow[] {
+  const q = query.trim().toLowerCase();
+  const qc = compact(q);
+  const rank = (m: ModelRow): number | null => {
+    if (q === '') return 4;
+    const id = m.id.toLowerCase();
+    const name = m.name.toLowerCase();
+    if (id === q) return 0;
+    if (name === q) return 1;
+    if (name.startsWith(q) || id.startsWith(q)) return 2;
+    if (name.includes(q) || id.includes(q)) return 3;
+    if (qc !== '' && (compact(name).includes(qc) || compact(id).includes(qc))) return 4;
+    return null;
+  };
+  return models
+    .map((model) => ({ model, rank: rank(model) }))
+    .filter((entry): entry is { model: ModelRow; rank: number } => entry.rank !== null)
+    .sort(
+      (a, b) =>
+        a.rank - b.rank ||
+        Number(a.model.kind !== 'base') - Number(b.model.kind !== 'base') ||
+        a.model.name.localeCompare(b.model.name),
+    )
+    .slice(0, limit)
+    .map((entry) => entry.model);
+}

@@ -1,0 +1,214 @@
+// Starts the sandbox platform: Postgres-backed state, the HTTP API, the due-work ticker and the webhook sender.
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { Agent } from 'undici';
+import { WebhookEndpointRequestSchema } from '../contract.js';
+import { generateWebhookSecret } from '../webhooks.js';
+import { createApiHandler, setWebhookUrl } from './api.js';
+import { DEFAULT_WEBHOOK_RETRY, SILENT_LOGGER, type SandboxContext, type SandboxLogger, type WebhookRetryPolicy } from './context.js';
+import { resolveFaults, type SandboxFaults } from './faults.js';
+import { processDueWork } from './operations.js';
+import { createRandom, hash32 } from './random.js';
+import { migrateSandboxSchema } from './schema.js';
+import { DEFAULT_SIMULATION, type SimulationSettings } from './simulator.js';
+import { deleteSetting, ensureAccount, ensureSetting, setSetting, upsertBaseModels } from './store.js';
+import { createWebhookSender, WEBHOOK_URL_SETTING, WEBHOOK_URL_UPDATED_SETTING } from './webhook-sender.js';
+
+export type { SandboxFaults } from './faults.js';
+export type { SandboxLogger, WebhookRetryPolicy } from './context.js';
+export type { SimulationSettings } from './simulator.js';
+
+export const DEFAULT_SEED = 104;
+export const DEFAULT_STARTING_BALANCE = 1000;
+
+export interface SandboxOptions {
+  /** Postgres the sandbox keeps its state in, under its own schema `sandbox`. */
+  databaseUrl: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** API token; default: the one stored by an earlier start, else a new one. */
+  token?: string;
+  /** `whsec_...`; default: the stored one, else a new one. */
+  webhookSecret?: string;
+  /** Registers this webhook URL at start (same as `PUT /api/v1/webhook-endpoint`). */
+  webhookUrl?: string;
+  seed?: number;
+  /** Multiplier on durations: a 100-question run takes about 60 s x timeScale, a training 150-1200 s x timeScale. */
+  timeScale?: number;
+  /** Balance of a new account; ignored when the database already has one. */
+  startingBalance?: number;
+  faults?: Partial<SandboxFaults>;
+  simulation?: Partial<SimulationSettings>;
+  webhookRetry?: Partial<WebhookRetryPolicy>;
+  /** Base of `web_url` links; default the server's own URL. */
+  publicUrl?: string;
+  logger?: SandboxLogger;
+  /** How often due work and webhooks are processed. Default 100 ms. */
+  tickIntervalMs?: number;
+}
+
+export interface SandboxHandle {
+  /** Root URL of the server, e.g. `http://127.0.0.1:41234` (the API is under `/api/v1`). */
+  url: string;
+  token: string;
+  webhookSecret: string;
+  /** Replaces the fault settings; omitted faults are off. */
+  setFaults(faults: Partial<SandboxFaults>): void;
+  /** Sets (or with null clears) the webhook URL, as `PUT /api/v1/webhook-endpoint` does. */
+  setWebhookUrl(url: string | null): Promise<void>;
+  /** Processes due work and sends due webhooks now; resolves when done. */
+  tick(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Loop {
+  run(): Promise<void>;
+  readonly busy: boolean;
+  idle(): Promise<void>;
+}
+
+function createLoop(work: () => Promise<void>, onError: (error: unknown) => void): Loop {
+  let chain: Promise<void> = Promise.resolve();
+  let busy = false;
+  return {
+    run() {
+      chain = chain.then(async () => {
+        busy = true;
+        try {
+          await work();
+        } catch (error) {
+          onError(error);
+        } finally {
+          busy = false;
+        }
+      });
+      return chain;
+    },
+    get busy() {
+      return busy;
+    },
+    idle: () => chain,
+  };
+}
+
+/**
+ * Starts a sandbox platform on `databaseUrl`. Safe to start again on the same database after a
+ * crash: queued and running work carries its own finish time, completion (charge + webhook outbox
+ * row) is one transaction, and undelivered webhooks are retried from the outbox.
+ */
+export async function startSandbox(options: SandboxOptions): Promise<SandboxHandle> {
+  const logger = options.logger ?? SILENT_LOGGER;
+  const seed = options.seed ?? DEFAULT_SEED;
+  const timeScale = options.timeScale ?? 1;
+  if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 8 });
+  pool.on('error', (error) => logger.error({ err: error }, 'sandbox database connection error'));
+
+  try {
+    await migrateSandboxSchema(pool);
+    const token =
+      options.token ?? (await ensureSetting(pool, 'api_token', `sbx_${randomBytes(24).toString('base64url')}`));
+    if (options.token) await setSetting(pool, 'api_token', options.token);
+    const webhookSecret = options.webhookSecret ?? (await ensureSetting(pool, 'webhook_secret', generateWebhookSecret()));
+    if (options.webhookSecret) await setSetting(pool, 'webhook_secret', options.webhookSecret);
+    await ensureAccount(pool, options.startingBalance ?? DEFAULT_STARTING_BALANCE);
+    await upsertBaseModels(pool);
+
+    const stopping = new AbortController();
+    const host = options.host ?? '127.0.0.1';
+    const ctx: SandboxContext = {
+      pool,
+      seed,
+      timeScale,
+      publicUrl: '',
+      simulation: { ...DEFAULT_SIMULATION, ...options.simulation },
+      webhookRetry: { ...DEFAULT_WEBHOOK_RETRY, ...options.webhookRetry },
+      logger,
+      faults: resolveFaults(options.faults),
+      random: createRandom(hash32(seed, 'faults')),
+      lineages: new Map(),
+      now: () => new Date(),
+    };
+
+    const api = createApiHandler(ctx, token, stopping.signal);
+    const server = http.createServer((request, response) => api.handle(request, response));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    const url = `http://${urlHost}:${address.port}`;
+    ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
+
+    const setUrl = async (value: string | null) => {
+      if (value === null) {
+        await deleteSetting(pool, WEBHOOK_URL_SETTING);
+        await deleteSetting(pool, WEBHOOK_URL_UPDATED_SETTING);
+        return;
+      }
+      await setWebhookUrl(ctx, WebhookEndpointRequestSchema.parse({ url: value }).url);
+    };
+    if (options.webhookUrl !== undefined) await setUrl(options.webhookUrl);
+
+    const agent = new Agent({ keepAliveTimeout: 1_000 });
+    const sender = createWebhookSender(ctx, webhookSecret, agent);
+    const worker = createLoop(
+      () => processDueWork(ctx),
+      (error) => logger.error({ err: error }, 'sandbox worker tick failed'),
+    );
+    const delivery = createLoop(
+      () => sender.drain(),
+      (error) => logger.error({ err: error }, 'sandbox webhook drain failed'),
+    );
+    const interval = options.tickIntervalMs ?? 100;
+    const timer = setInterval(() => {
+      if (!worker.busy) void worker.run();
+      if (!delivery.busy) void delivery.run();
+    }, interval);
+    timer.unref();
+
+    logger.info({ url, timeScale, seed }, 'sandbox platform started');
+
+    let stopped: Promise<void> | null = null;
+    return {
+      url,
+      token,
+      webhookSecret,
+      setFaults(faults) {
+        ctx.faults = resolveFaults(faults);
+      },
+      setWebhookUrl: setUrl,
+      async tick() {
+        await worker.run();
+        await delivery.run();
+      },
+      stop() {
+        stopped ??= (async () => {
+          clearInterval(timer);
+          stopping.abort();
+          sender.abort();
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          server.closeAllConnections();
+          await api.settle();
+          await worker.idle();
+          await delivery.idle();
+          await closed;
+          await agent.close();
+          await pool.end();
+          logger.info({ url }, 'sandbox platform stopped');
+        })();
+        return stopped;
+      },
+    };
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+}
