@@ -86,7 +86,13 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
 
     const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
     const poster = new SlackPoster(db.db, slackClients, logger);
-    const home = createHomePublisher({ db: db.db, clients: slackClients, logger });
+    const platformHolder: { platform?: Platform; secret?: string } = {};
+    const home = createHomePublisher({
+      db: db.db,
+      clients: slackClients,
+      logger,
+      getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
+    });
 
     let workerHandle: WorkerHandle | undefined;
     const enqueueHome = async (
@@ -104,7 +110,6 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     };
 
     const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
-    const platformHolder: { platform?: Platform; secret?: string } = {};
     const webhook = createWebhookRoute({
       db: db.db,
       logger,

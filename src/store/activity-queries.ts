@@ -128,6 +128,7 @@ async function queryActivity(
             ),
           ])
           .whereRef('res.team_id', '=', 'a.team_id')
+          .whereRef('res.chat_id', '=', 'a.chat_id')
           .whereRef('res.turn_id', '=', 'a.turn_id')
           .as('r'),
       (join) => join.onTrue(),

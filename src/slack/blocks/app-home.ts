@@ -138,14 +138,13 @@ function summaryLine(entry: ActivityEntry): string {
 }
 
 function entryCost(entry: ActivityEntry): string {
-  const parts = [`Agent ${formatUsd(entry.agentCostUsd)}`];
   const credits: string[] = [];
   if (entry.creditsCharged !== null) credits.push(`${formatCredits(entry.creditsCharged)} charged`);
-  if (isPositive(entry.creditsInFlight)) credits.push(`~${formatCredits(entry.creditsInFlight)} est. in flight`);
-  if (credits.length > 0) parts.push(`credits ${credits.join(' + ')}`);
-  else if (isPositive(entry.creditsEstimated)) parts.push(`~${formatCredits(entry.creditsEstimated)} credits est.`);
-  else parts.push('no platform credits');
-  return parts.join(' · ');
+  if (isPositive(entry.creditsInFlight)) credits.push(`~${formatCredits(entry.creditsInFlight)} est. (in flight)`);
+  let platform = 'no platform credits';
+  if (credits.length > 0) platform = `credits ${credits.join(' + ')}`;
+  else if (isPositive(entry.creditsEstimated)) platform = `credits ~${formatCredits(entry.creditsEstimated)} est.`;
+  return `Agent cost ${formatUsd(entry.agentCostUsd)} · ${platform}`;
 }
 
 function entryBlocks(entry: ActivityEntry, scope: ActivityScope): unknown[] {
@@ -246,9 +245,11 @@ export function buildHomeView(input: HomeViewInput): HomeView {
   if (nav.length > 0) blocks.push({ type: 'actions', elements: nav });
   if (entries.length > 0) {
     const first = page * HOME_PAGE_SIZE + 1;
+    const last = first + entries.length - 1;
+    const range = first === last ? `Entry ${first}` : `Entries ${first}–${last}`;
     blocks.push({
       type: 'context',
-      elements: [mrkdwn(`Entries ${first}–${first + entries.length - 1}${hasMore ? '' : ' (the oldest)'} · times in your time zone`)],
+      elements: [mrkdwn(`${range}${hasMore ? '' : ' · end of the log'} · times in your time zone`)],
     });
   }
   return { type: 'home', blocks: capBlocks(blocks, SLACK_LIMITS.blocksPerView) };
