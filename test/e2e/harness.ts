@@ -12,8 +12,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { startFakeSlack, type FakeMessage, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from '../fakes/fake-slack.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
 import { appMention, sendEvent, userMessage, type SendEventOptions } from '../fakes/slack-requests.js';
 
@@ -27,6 +26,12 @@ export interface HarnessOptions {
   /** 'process' runs `src/main.ts` as a child process, so a test can SIGKILL it. */
   mode?: 'inprocess' | 'process';
   botOptions?: BotOptions;
+  /** Use this database instead of a fresh one on the vitest global-setup server (chaos scripts, a dedicated server). */
+  databaseUrl?: string;
+  /** Share a fake Slack (or a scripted model) with another harness, e.g. two replicas; the harness then does not stop it. */
+  slack?: FakeSlack;
+  model?: ScriptedAnthropic;
+  slackOptions?: FakeSlackOptions;
 }
 
 export interface Harness {
@@ -46,6 +51,8 @@ export interface Harness {
   waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;
   kill(): Promise<void>;
   restart(): Promise<void>;
+  /** Exits of the bot process that the harness did not cause (crashes), in process mode. */
+  crashes: Array<{ code: number | null; signal: string | null }>;
   stop(): Promise<void>;
 }
 
@@ -60,9 +67,9 @@ export async function waitUntil<T>(probe: () => T | undefined | Promise<T | unde
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
-  const slack = await startFakeSlack({ teamId: TEAM });
-  const model = await startScriptedAnthropic(options.script);
-  const databaseUrl = await createTestDatabase('e2e');
+  const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, ...options.slackOptions }));
+  const model = options.model ?? (await startScriptedAnthropic(options.script));
+  const databaseUrl = options.databaseUrl ?? (await (await import('../helpers/database.js')).createTestDatabase('e2e'));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
@@ -92,6 +99,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   let bot: Bot | undefined;
   let child: ChildProcess | undefined;
   let url = '';
+  const killing = new WeakSet<ChildProcess>();
 
   const start = async () => {
     if (mode === 'inprocess') {
@@ -100,7 +108,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       sink.pipe(logStream, { end: false });
       const logger = createLogger({
         level: config.logLevel,
-        secrets: [env.SLACK_BOT_TOKEN, env.SLACK_SIGNING_SECRET, env.ANTHROPIC_API_KEY],
+        secrets: [env.SLACK_BOT_TOKEN, env.SLACK_SIGNING_SECRET, env.ANTHROPIC_API_KEY, env.BENCHGEN_API_TOKEN, env.BENCHGEN_WEBHOOK_SECRET],
         destination: sink,
       });
       bot = await startBot(config, { logger, host: '127.0.0.1', pollIntervalMs: 500, ...options.botOptions });
@@ -111,6 +119,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: { ...process.env, ...env, NODE_OPTIONS: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const own = child;
+    own.once('exit', (code, signal) => {
+      if (!killing.has(own)) harness.crashes.push({ code, signal });
     });
     child.stdout!.pipe(logStream, { end: false });
     child.stderr!.pipe(logStream, { end: false });
@@ -139,6 +151,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     slack,
     model,
     db,
+    crashes: [],
     bot: () => bot,
     url: () => url,
     logs: () => readFile(logFile, 'utf8'),
@@ -167,6 +180,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     kill: async () => {
       if (child) {
         const done = new Promise((resolve) => child!.once('exit', resolve));
+        killing.add(child);
         child.kill('SIGKILL');
         await done;
         child = undefined;
@@ -182,8 +196,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     stop: async () => {
       await harness.kill();
       await db.close();
-      await slack.stop();
-      await model.stop();
+      if (!options.slack) await slack.stop();
+      if (!options.model) await model.stop();
       logStream.end();
     },
   };

@@ -129,7 +129,18 @@ function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockPara
     }
     case 'benchmark-analyze':
       return { content: [text(`Here is the comparison. ${first.text.split('\n')[0]}`)] };
-    default:
-      return { content: [text(contents.map((c) => c.text).filter((t) => !t.startsWith('Plan recorded')).join('\n'))] };
+    default: {
+      // A report: what woke the turn (the event's facts), what the tools did this turn.
+      const turnStart = req.messages.findLastIndex((m) => m.role === 'user' && blocksOf(m).some((b) => b.type === 'text'));
+      const wokeBy = blocksOf(req.messages[turnStart]).map(textOf).join('\n');
+      const facts = wokeBy.startsWith('[Platform event') ? [wokeBy.split('\n')[1] ?? ''] : [];
+      const done = req.messages
+        .slice(turnStart + 1)
+        .flatMap((m) => (m.role === 'user' ? blocksOf(m) : []))
+        .filter((b) => b.type === 'tool_result')
+        .map(textOf)
+        .filter((t) => !t.startsWith('Plan recorded'));
+      return { content: [text([...facts, ...done].join('\n'))] };
+    }
   }
 }

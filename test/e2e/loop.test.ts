@@ -72,6 +72,8 @@ describe('the autonomous loop', () => {
     expect(posts[0]!.text).toMatch(/Launched run \S+ of benchmark 104/);
     expect(posts[0]!.text).toContain('qwen/Qwen2.5-0.5B-Instruct');
     expect(posts[0]!.text).toMatch(/Balance [\d.]+ credits/);
+    expect(posts[1]!.text).toMatch(/score [\d.]+% over 100 questions; per category: arithmetic/);
+    expect(posts[1]!.text).toMatch(/Dataset \S+ built from run/);
     expect(posts[1]!.text).toMatch(/Launched LoRA training/);
     expect(posts[2]!.text).toMatch(/Launched run \S+ of benchmark 104/);
 
