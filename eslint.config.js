@@ -11,6 +11,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'off',
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
+  },
+  {
+    // Migrations are written against Kysely<any> so they never depend on today's table types.
+    files: ['migrations/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

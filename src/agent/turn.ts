@@ -1,6 +1,7 @@
 // One turn of the agent for one trigger: load the chat, run the tool loop, store and post the answer.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from 'pino';
+import type { ZodType } from 'zod';
 import type { Config } from '../config.js';
 import type { Platform } from '../platform/platform.js';
 import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
@@ -113,7 +114,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     return;
   }
 
-  let rows = await listMessages(deps.db, chat.team_id, chat.id);
+  const rows = await listMessages(deps.db, chat.team_id, chat.id);
   if (!rows.some((row) => row.turn_id === turn.id)) {
     const text = deps.hooks?.renderTrigger ? await deps.hooks.renderTrigger(ctx) : renderTriggerText(trigger);
     rows.push(
@@ -233,7 +234,7 @@ async function runTools(
 async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages.ToolUseBlockParam): Promise<ToolResult> {
   const tool = deps.tools.find((t) => t.name === use.name);
   if (!tool) return { content: `Unknown tool "${use.name}".`, isError: true };
-  const parsed = (tool.input as unknown as import('zod').ZodType).safeParse(use.input);
+  const parsed = (tool.input as unknown as ZodType).safeParse(use.input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return { content: `Invalid input for ${use.name}: ${issue?.path.join('.') || 'input'} ${issue?.message ?? ''}`.trim(), isError: true };

@@ -25,9 +25,6 @@ export async function sandboxCounts(h: Harness): Promise<SandboxCounts> {
   return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
 }
 
-function texts(h: Harness, threadTs: string): string[] {
-  return h.posts(threadTs).map((p) => `${p.text}\n${JSON.stringify(p.blocks ?? [])}`);
-}
 
 async function startLoop(options: { env?: Record<string, string>; script?: LoopScriptOptions; mode?: 'inprocess' | 'process'; faults?: Record<string, number>; startingBalance?: number } = {}) {
   const h = await startHarness({

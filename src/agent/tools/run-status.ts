@@ -1,5 +1,6 @@
 // run-status: a run's status, score per category and price, compactly.
 import { z } from 'zod';
+import type { Run } from '../../platform/platform.js';
 import { pct } from './shared.js';
 import { defineTool } from './tool.js';
 
@@ -13,7 +14,7 @@ export const runStatus = defineTool({
   },
 });
 
-export function describeRun(run: Awaited<ReturnType<import('../../platform/platform.js').Platform['getRun']>>): string {
+export function describeRun(run: Run): string {
   const parts = [`Run ${run.id} (benchmark ${run.benchmarkId}, model ${run.modelId}): ${run.status}`];
   if (run.score !== null) {
     parts.push(`score ${pct(run.score)} over ${run.questionCount} questions`);

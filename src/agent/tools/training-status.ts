@@ -1,5 +1,6 @@
 // training-status: a LoRA training job's status, progress, price and produced model.
 import { z } from 'zod';
+import type { TrainingJob } from '../../platform/platform.js';
 import { defineTool } from './tool.js';
 
 export const trainingStatus = defineTool({
@@ -12,7 +13,7 @@ export const trainingStatus = defineTool({
   },
 });
 
-export function describeTraining(t: Awaited<ReturnType<import('../../platform/platform.js').Platform['getTraining']>>): string {
+export function describeTraining(t: TrainingJob): string {
   return [
     `Training ${t.id} of ${t.baseModelId} on dataset ${t.datasetId}: ${t.status}`,
     `progress ${Math.round(t.progress * 100)}%`,
