@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
+import { formatCredits, formatUsd } from '../../src/slack/blocks/app-home.js';
 import { sendBlockAction } from '../fakes/slack-requests.js';
 import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
 import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from './loop-script.js';
@@ -122,6 +123,22 @@ describe('the autonomous loop', () => {
       expect(blocks).toContain(`${Number(r.price_charged).toFixed(2)} cr`);
     }
     expect(h.slack.violations).toEqual([]);
+
+    // The owner's Home tab shows one entry per turn with what it started and what it cost.
+    const turns = await h.db.db.selectFrom('turns').selectAll().where('team_id', '=', TEAM).orderBy('id').execute();
+    expect(turns).toHaveLength(4);
+    const home = await waitUntil(
+      () => {
+        const view = h!.slack.homeViews.get(OWNER);
+        const text = view ? JSON.stringify(view) : '';
+        return turns.every((t) => text.includes(formatUsd(t.cost_usd))) && text.includes('run.completed') ? text : undefined;
+      },
+      20_000,
+      'a Home view listing every turn',
+    );
+    for (const label of ['Mention', 'run.completed', 'training.completed']) expect(home).toContain(label);
+    for (const r of charged) expect(home).toContain(`${formatCredits(r.price_charged)} credits charged`);
+    for (const r of runs) expect(home).toContain(r.platform_id);
   }, 120_000);
 
   it('ends the same with every webhook duplicated three times and reordered', async () => {

@@ -1,4 +1,5 @@
 // benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison message.
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
@@ -29,7 +30,7 @@ export async function fetchOutcomes(platform: Platform, runId: string): Promise<
   }
 }
 
-async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUsd: number }> {
+async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUsd: number; agentTurnsUsd: number[] }> {
   const resources = await listChatResources(ctx.db, ctx.chat.team_id, ctx.chat.id);
   const labels: Record<string, string> = { baseline_run: 'baseline run', train: 'training', trained_run: 'trained-model run' };
   const costs: CostLine[] = [];
@@ -45,15 +46,17 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
       label: `${labels[r.plan_step ?? ''] ?? r.kind} ${r.platform_id}`,
       credits: charged ?? Number(r.price_estimate ?? 0),
       charged: charged !== null,
+      estimated: r.price_estimate !== null ? Number(r.price_estimate) : null,
     });
   }
-  const row = await ctx.db
+  const turns = await ctx.db
     .selectFrom('turns')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.val('0')).as('usd'))
+    .select(['cost_usd', sql<string>`sum(cost_usd) over ()`.as('total')])
     .where('team_id', '=', ctx.chat.team_id)
     .where('chat_id', '=', ctx.chat.id)
-    .executeTakeFirstOrThrow();
-  return { costs, agentUsd: Number(row.usd) };
+    .orderBy('id')
+    .execute();
+  return { costs, agentUsd: Number(turns[0]?.total ?? 0), agentTurnsUsd: turns.map((t) => Number(t.cost_usd)) };
 }
 
 function requireCompleted(run: Run): void {
@@ -119,7 +122,7 @@ export const benchmarkAnalyze = defineTool({
       webUrl: null,
       details: { comparison, beforeRunId: before.id, afterRunId: after.id },
     });
-    const { costs, agentUsd } = await chatCosts(ctx);
+    const { costs, agentUsd, agentTurnsUsd } = await chatCosts(ctx);
     const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
     const blocks = buildComparisonBlocks({
       comparison,
@@ -127,6 +130,7 @@ export const benchmarkAnalyze = defineTool({
       after: { runId: after.id, modelId: after.modelId },
       costs,
       agentUsd,
+      agentTurnsUsd,
       elapsedMs: Date.now() - started,
       nextSteps: nextStepsFor(comparison, {
         benchmarkId: before.benchmarkId,

@@ -17,6 +17,8 @@ export interface CostLine {
   /** Credits charged, or estimated while not charged yet. */
   credits: number;
   charged: boolean;
+  /** The estimate given at launch. */
+  estimated: number | null;
 }
 
 export interface ComparisonView {
@@ -25,6 +27,8 @@ export interface ComparisonView {
   after: { runId: string; modelId: string };
   costs: CostLine[];
   agentUsd: number;
+  /** The agent's cost of each turn so far, oldest first (this turn's is still running). */
+  agentTurnsUsd?: number[];
   elapsedMs: number | null;
   nextSteps: Array<{ label: string; action: NextAction }>;
 }
@@ -86,10 +90,15 @@ function formatElapsed(ms: number): string {
   return `${Math.floor(m / 60)}h ${m % 60}m`;
 }
 
-export function costSummary(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null): string {
+export function costSummary(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): string {
   const credits = costs.reduce((sum, c) => sum + c.credits, 0);
-  const parts = costs.map((c) => `${c.label} ${c.credits.toFixed(2)} cr${c.charged ? '' : ' (est.)'}`);
-  parts.push(`agent $${agentUsd.toFixed(4)}`);
+  const parts = costs.map((c) => {
+    if (!c.charged) return `${c.label} ${c.credits.toFixed(2)} cr (est.)`;
+    const estimate = c.estimated !== null && Math.abs(c.estimated - c.credits) >= 0.005 ? ` (est. ${c.estimated.toFixed(2)})` : '';
+    return `${c.label} ${c.credits.toFixed(2)} cr${estimate}`;
+  });
+  const perTurn = agentTurnsUsd.length > 1 ? ` (${agentTurnsUsd.length} turns: ${agentTurnsUsd.map((u) => `$${u.toFixed(4)}`).join(' + ')})` : '';
+  parts.push(`agent $${agentUsd.toFixed(4)}${perTurn}`);
   const total = `*Total:* ${credits.toFixed(2)} credits + $${agentUsd.toFixed(4)} agent`;
   return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
 }
@@ -125,7 +134,7 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
   for (const note of notes.filter(Boolean)) {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.sectionText) }] });
   }
-  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(costSummary(view.costs, view.agentUsd, view.elapsedMs), SLACK_LIMITS.sectionText) } });
+  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(costSummary(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd), SLACK_LIMITS.sectionText) } });
   if (view.nextSteps.length > 0) {
     blocks.push({
       type: 'actions',
