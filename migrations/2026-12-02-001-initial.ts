@@ -146,6 +146,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('received_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
 
+  await db.schema.createIndex('webhook_receipts_resource').on('webhook_receipts').column('resource_id').execute();
+  await db.schema.createIndex('resources_team_time').on('resources').columns(['team_id', 'created_at']).execute();
+  await db.schema.createIndex('turns_team_time').on('turns').columns(['team_id', 'started_at']).execute();
+
   await db.schema
     .createTable('worker_heartbeats')
     .addColumn('worker_id', 'text', (c) => c.primaryKey())

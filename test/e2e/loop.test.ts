@@ -270,4 +270,17 @@ describe('the autonomous loop', () => {
     expect(JSON.stringify(post!.blocks)).toContain('qwen/Qwen2.5-0.5B-Instruct');
     expect(await sandboxCounts(h0)).toMatchObject({ runs: 0 });
   }, 60_000);
+
+  it('reports a failed run plainly and launches nothing after it', async () => {
+    const loop = await startLoop({ faults: { runFailureRate: 1 } });
+    h = loop.h;
+    const posts = await h.waitForPosts(loop.threadTs, 2, 60_000);
+    expect(posts[1]!.text).toContain(`<@${OWNER}>`);
+    expect(posts[1]!.text).toMatch(/: failed/);
+    expect(posts[1]!.text).toMatch(/error: /);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await sandboxCounts(h)).toEqual({ runs: 1, trainings: 0, datasets: 0 });
+    const chat = await h.db.db.selectFrom('chats').select('plan').executeTakeFirstOrThrow();
+    expect((chat.plan as { steps: Array<{ kind: string; status: string }> }).steps[0]).toMatchObject({ kind: 'baseline_run', status: 'failed' });
+  }, 60_000);
 });

@@ -1,6 +1,7 @@
 // Helpers the tools share: saving the plan, recording a launched resource, compact formatting.
 import { setChatPlan } from '../../store/chats.js';
-import { upsertResource } from '../../store/resources.js';
+import { findResourceByPlatformId, markResourceNotified, resourceEventKey, upsertResource } from '../../store/resources.js';
+import { enqueueTrigger } from '../../store/triggers.js';
 import type { ResourceKind } from '../../store/tables.js';
 import { parsePlan, updateStep, type Plan, type PlanStep, type PlanStepKind } from '../plan.js';
 import type { ToolContext } from './tool.js';
@@ -43,6 +44,42 @@ export async function recordLaunch(
   const plan = currentPlan(ctx);
   if (plan && input.planStep) {
     await savePlan(ctx, updateStep(plan, input.planStep, { ...input.stepChange }));
+  }
+  await claimEarlyEvents(ctx, input.kind, input.platformId);
+}
+
+/**
+ * A fast resource can finish, and its webhook arrive, before the launch is recorded here; the
+ * route kept the receipt. Enqueue those events now, for this chat, after the current turn.
+ */
+async function claimEarlyEvents(ctx: ToolContext, kind: ResourceKind, platformId: string): Promise<void> {
+  if (kind !== 'run' && kind !== 'training') return;
+  const early = await ctx.db
+    .selectFrom('webhook_receipts')
+    .select(['webhook_id', 'type'])
+    .where('resource_id', '=', platformId)
+    .where('type', 'like', `${kind}.%`)
+    .execute();
+  for (const receipt of early) {
+    const outcome = receipt.type.endsWith('.completed') ? 'completed' : 'failed';
+    const resource = await findResourceByPlatformId(ctx.db, kind, platformId);
+    if (!resource || resource.notified_at) return;
+    await ctx.db.transaction().execute(async (trx) => {
+      await enqueueTrigger(
+        trx,
+        { chatId: ctx.chat.id },
+        {
+          teamId: ctx.chat.team_id,
+          kind: 'platform_event',
+          dedupeKey: resourceEventKey(kind, platformId, outcome),
+          userId: null,
+          payload: { type: receipt.type, resourceKind: kind, resourceId: platformId, webhookId: receipt.webhook_id },
+        },
+        { maxAttempts: ctx.config.agent.eventRetryAttempts },
+      );
+      await markResourceNotified(trx, ctx.chat.team_id, resource.id);
+    });
+    ctx.logger.info({ resourceId: platformId, type: receipt.type }, 'an event that arrived before its launch was recorded is enqueued now');
   }
 }
 
