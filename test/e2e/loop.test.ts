@@ -283,4 +283,14 @@ describe('the autonomous loop', () => {
     const chat = await h.db.db.selectFrom('chats').select('plan').executeTakeFirstOrThrow();
     expect((chat.plan as { steps: Array<{ kind: string; status: string }> }).steps[0]).toMatchObject({ kind: 'baseline_run', status: 'failed' });
   }, 60_000);
+
+  it('offers the existing benchmarks as buttons when the benchmark does not exist', async () => {
+    const h0 = await startHarness({ script: loopScript() });
+    h = h0;
+    const mention = await h0.mention({ user: OWNER, text: '<@UBOT> Run benchmark 999 on Qwen2.5-0.5B-Instruct' });
+    const [post] = await h0.waitForPosts(mention.ts, 1, 30_000);
+    expect(post!.text).toMatch(/Benchmark 999 does not exist/);
+    expect(JSON.stringify(post!.blocks)).toContain('104: ');
+    expect(await sandboxCounts(h0)).toMatchObject({ runs: 0 });
+  }, 60_000);
 });

@@ -1,7 +1,9 @@
 // benchmark-launch: starts a benchmark run on a model, after the spend guard agrees.
 import { z } from 'zod';
 import type { BenchmarkPricing } from '../../platform/platform.js';
+import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
+import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
 import { recordLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
@@ -12,11 +14,15 @@ export const benchmarkLaunch = defineTool({
     'Launch a benchmark run of a model (exact model id). Spends credits. Returns the run id, its link, the price and the balance left. Refused when it is not what the person agreed to, or above the confirmation threshold, the thread budget or the balance (then an approval button is attached).',
   input: z.object({ benchmarkId: z.string().min(1), modelId: z.string().min(1) }),
   run: async ({ benchmarkId, modelId }, ctx) => {
-    const [benchmark, model, balance] = await Promise.all([
-      ctx.platform.getBenchmark(benchmarkId),
-      ctx.platform.getModel(modelId),
-      ctx.platform.getBalance(),
-    ]);
+    let benchmark;
+    try {
+      benchmark = await ctx.platform.getBenchmark(benchmarkId);
+    } catch (error) {
+      // An unknown benchmark: list the ones that exist, as buttons, instead of a bare error.
+      if (isPlatformError(error) && error.code === 'not_found') return benchmarkDetails.run({ benchmarkId }, ctx);
+      throw error;
+    }
+    const [model, balance] = await Promise.all([ctx.platform.getModel(modelId), ctx.platform.getBalance()]);
     const price = priceOf(benchmark.pricing, model.params);
     const decision = await authorizeLaunch(
       ctx,
