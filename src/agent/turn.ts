@@ -10,7 +10,7 @@ import { recordActivity } from '../store/activity.js';
 import { getChat } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
-import { createPost } from '../store/posts.js';
+import { createPost, type PostPayload } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { addTurnUsage, finishTurn, getOrCreateTurn } from '../store/turns.js';
@@ -178,19 +178,32 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
   const attachments = turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []);
   const mention = trigger.user_id ?? chat.owner_user_id;
   const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox });
+  await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });
+}
+
+/**
+ * Ends the turn in one transaction (its post in the outbox, its status, its Activity entry, the
+ * trigger done or failed), then delivers the post and runs the after-turn hook.
+ */
+async function concludeTurn(
+  deps: TurnDeps,
+  ctx: ToolContext,
+  end: { postKey: string; payload: PostPayload; summary: string; error: string | null },
+): Promise<void> {
+  const { chat, trigger, turn } = ctx;
   await deps.db.transaction().execute(async (trx) => {
     const post = await createPost(trx, {
       teamId: chat.team_id,
       chatId: chat.id,
       turnId: turn.id,
-      postKey: `turn:${turn.id}:reply`,
+      postKey: `turn:${turn.id}:${end.postKey}`,
       channelId: chat.channel_id,
       threadTs: chat.thread_ts,
-      payload,
+      payload: end.payload,
     });
-    const finished = await finishTurn(trx, chat.team_id, turn.id, 'completed');
-    await recordActivity(trx, { chat, turn: finished, trigger, summary: answer, postId: post.id });
-    await setTriggerStatus(trx, chat.team_id, trigger.id, 'done');
+    const finished = await finishTurn(trx, chat.team_id, turn.id, end.error ? 'failed' : 'completed', end.error);
+    await recordActivity(trx, { chat, turn: finished, trigger, summary: end.summary, postId: post.id });
+    await setTriggerStatus(trx, chat.team_id, trigger.id, end.error ? 'failed' : 'done', end.error);
   });
   await deps.poster.deliverPending(chat.team_id, chat.id);
   await runAfterTurn(deps, ctx);
@@ -266,25 +279,9 @@ async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unkno
     throw new RetryLater(failure.reason);
   }
   ctx.logger.error({ reason: failure.reason }, 'model call failed; telling the thread');
-  const { chat, trigger, turn } = ctx;
-  const mention = trigger.user_id ?? chat.owner_user_id;
-  const payload = buildFailureBlocks({ mentionUserId: mention, reason: failure.reason, retryTriggerId: trigger.id });
-  await deps.db.transaction().execute(async (trx) => {
-    const post = await createPost(trx, {
-      teamId: chat.team_id,
-      chatId: chat.id,
-      turnId: turn.id,
-      postKey: `turn:${turn.id}:failure`,
-      channelId: chat.channel_id,
-      threadTs: chat.thread_ts,
-      payload,
-    });
-    const finished = await finishTurn(trx, chat.team_id, turn.id, 'failed', failure.reason);
-    await recordActivity(trx, { chat, turn: finished, trigger, summary: `Model unavailable: ${failure.reason}`, postId: post.id });
-    await setTriggerStatus(trx, chat.team_id, trigger.id, 'failed', failure.reason);
-  });
-  await deps.poster.deliverPending(chat.team_id, chat.id);
-  await runAfterTurn(deps, ctx);
+  const mention = ctx.trigger.user_id ?? ctx.chat.owner_user_id;
+  const payload = buildFailureBlocks({ mentionUserId: mention, reason: failure.reason, retryTriggerId: ctx.trigger.id });
+  await concludeTurn(deps, ctx, { postKey: 'failure', payload, summary: `Model unavailable: ${failure.reason}`, error: failure.reason });
 }
 
 /** The text the agent wrote at the end of the turn (its last assistant message with text). */
