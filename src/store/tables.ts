@@ -101,7 +101,7 @@ export interface ResourcesTable {
   price_estimate: NullableNumeric;
   price_charged: NullableNumeric;
   web_url: string | null;
-  details: Json<Record<string, unknown>>;
+  details: Generated<Json<Record<string, unknown>>>;
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: NullableTimestamp;
