@@ -101,7 +101,8 @@ export interface ResourcesTable {
   price_estimate: NullableNumeric;
   price_charged: NullableNumeric;
   web_url: string | null;
-  details: Generated<Json<Record<string, unknown>>>;
+  /** Has a database default ('{}'), so optional on insert. */
+  details: ColumnType<Record<string, unknown>, string | Record<string, unknown> | undefined, string | Record<string, unknown>>;
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: NullableTimestamp;
