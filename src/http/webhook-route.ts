@@ -3,9 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { verifyWebhook, WebhookVerificationError } from '../platform/webhooks.js';
 import type { Db } from '../store/db.js';
-import { findResourceByPlatformId, markResourceNotified, resourceEventKey } from '../store/resources.js';
-import type { ResourceKind } from '../store/tables.js';
-import { enqueueTrigger } from '../store/triggers.js';
+import { ingestPlatformEvent } from '../store/triggers.js';
 import { readBody, sendJson } from './server.js';
 
 const MAX_WEBHOOK_BYTES = 64 * 1024;
@@ -25,35 +23,14 @@ export function createWebhookRoute(options: { db: Db; logger: Logger; secret: st
       throw error;
     }
     const log = options.logger.child({ webhookId: event.id, type: event.type, resourceId: event.data.id });
-    const [kindWord, outcome] = event.type.split('.') as ['run' | 'training', 'completed' | 'failed'];
-    const kind: ResourceKind = kindWord;
-    const outcomeOf = await options.db.transaction().execute(async (trx) => {
-      const receipt = await trx
-        .insertInto('webhook_receipts')
-        .values({ webhook_id: event.id, type: event.type, resource_id: event.data.id })
-        .onConflict((oc) => oc.column('webhook_id').doNothing())
-        .returning('webhook_id')
-        .executeTakeFirst();
-      if (!receipt) return 'duplicate' as const;
-      const resource = await findResourceByPlatformId(trx, kind, event.data.id);
-      if (!resource) return 'unknown' as const;
-      const enqueued = await enqueueTrigger(
-        trx,
-        { chatId: resource.chat_id },
-        {
-          teamId: resource.team_id,
-          kind: 'platform_event',
-          dedupeKey: resourceEventKey(kind, resource.platform_id, outcome),
-          userId: null,
-          payload: { type: event.type, resourceKind: kind, resourceId: event.data.id, webhookId: event.id },
-        },
-        { maxAttempts: options.eventRetryAttempts },
-      );
-      await markResourceNotified(trx, resource.team_id, resource.id);
-      return enqueued?.created ? ('enqueued' as const) : ('duplicate' as const);
-    });
-    if (outcomeOf === 'unknown') log.warn('webhook for a resource no chat started; acknowledged and ignored');
-    else log.info({ outcome: outcomeOf }, 'webhook accepted');
-    sendJson(res, 200, { ok: true, outcome: outcomeOf });
+    const [kind, outcome] = event.type.split('.') as ['run' | 'training', 'completed' | 'failed'];
+    const outcomeOf = await ingestPlatformEvent(
+      options.db,
+      { webhookId: event.id, type: event.type, kind, resourceId: event.data.id, outcome },
+      { maxAttempts: options.eventRetryAttempts },
+    );
+    if (outcomeOf.outcome === 'unknown') log.warn('webhook for a resource no chat started; acknowledged and ignored');
+    else log.info({ outcome: outcomeOf.outcome, triggerId: outcomeOf.triggerId, teamId: outcomeOf.teamId }, 'webhook accepted');
+    sendJson(res, 200, { ok: true, outcome: outcomeOf.outcome });
   };
 }

@@ -131,13 +131,13 @@ export class SlackPoster {
   }
 
   private async pace(channel: string): Promise<void> {
+    // Reserve the slot before waiting, so concurrent turns posting to one channel queue up instead of bursting.
     const last = this.lastPostAt.get(channel);
     const now = Date.now();
-    if (last !== undefined && now - last < SLACK_LIMITS.postIntervalMsPerChannel) {
-      await sleep(SLACK_LIMITS.postIntervalMsPerChannel - (now - last));
-    }
-    this.lastPostAt.set(channel, Date.now());
+    const slot = last === undefined ? now : Math.max(now, last + SLACK_LIMITS.postIntervalMsPerChannel);
     if (this.lastPostAt.size > 10_000) this.lastPostAt.clear();
+    this.lastPostAt.set(channel, slot);
+    if (slot > now) await sleep(slot - now);
   }
 
   private async findPosted(post: Post): Promise<string | undefined> {

@@ -1,7 +1,8 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import type { Chat, Trigger, TriggerKind, TriggerStatus } from './tables.js';
+import { resourceEventKey } from './resources.js';
+import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
 
 export const RUN_TURN_TASK = 'run_turn';
 
@@ -20,16 +21,43 @@ export type ChatTarget =
   | { chatId: string };
 
 export interface EnqueueResult {
-  chat: Chat;
+  chatId: string;
   triggerId: string;
   /** False when the dedupe key was seen before (a redelivery): nothing new was stored. */
   created: boolean;
 }
 
+/** Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). */
+function addJobFromInserted(maxAttempts: number) {
+  return sql`select graphile_worker.add_job(
+      ${RUN_TURN_TASK},
+      json_build_object('triggerId', inserted.id::text),
+      queue_name => 'chat:' || inserted.chat_id::text,
+      job_key => 'trigger:' || inserted.id::text,
+      max_attempts => ${maxAttempts}::int
+    ) from inserted`;
+}
+
+/** SQL selecting the target chat's id, creating the chat when allowed. */
+function chatSql(target: ChatTarget, teamId: string) {
+  if ('chatId' in target) {
+    return sql`select id from chats where team_id = ${teamId} and id = ${target.chatId}`;
+  }
+  if (!target.create) {
+    return sql`select id from chats where team_id = ${teamId} and channel_id = ${target.channelId} and thread_ts = ${target.threadTs}`;
+  }
+  // "do update" (a no-op write) makes the statement return the id of an existing chat too.
+  return sql`insert into chats (team_id, channel_id, thread_ts, owner_user_id)
+    values (${teamId}, ${target.channelId}, ${target.threadTs}, ${target.ownerUserId})
+    on conflict on constraint chats_thread_key do update set updated_at = chats.updated_at
+    returning id`;
+}
+
 /**
- * Stores a trigger and enqueues its turn in one transaction: the job engine's row is written with
- * the trigger, so an acknowledged input is never lost. Turns of one chat share a job queue and run
- * one at a time. Joins the caller's transaction when given one. Returns undefined when the target chat does not exist and may not be created.
+ * Stores a trigger and enqueues its turn atomically, in one statement (one round trip): the job
+ * engine's row is written with the trigger, so an acknowledged input is never lost. Turns of one
+ * chat share a job queue and run one at a time. Returns undefined when the target chat does not
+ * exist and may not be created.
  */
 export async function enqueueTrigger(
   db: Db,
@@ -37,64 +65,87 @@ export async function enqueueTrigger(
   input: TriggerInput,
   options: { maxAttempts?: number } = {},
 ): Promise<EnqueueResult | undefined> {
-  const inTransaction = async (trx: Db): Promise<EnqueueResult | undefined> => {
-    let chat: Chat | undefined;
-    if ('chatId' in target) {
-      chat = await trx
-        .selectFrom('chats')
-        .selectAll()
-        .where('team_id', '=', input.teamId)
-        .where('id', '=', target.chatId)
-        .executeTakeFirst();
-    } else {
-      if (target.create) {
-        await trx
-          .insertInto('chats')
-          .values({
-            team_id: input.teamId,
-            channel_id: target.channelId,
-            thread_ts: target.threadTs,
-            owner_user_id: target.ownerUserId,
-          })
-          .onConflict((oc) => oc.constraint('chats_thread_key').doNothing())
-          .execute();
-      }
-      chat = await trx
-        .selectFrom('chats')
-        .selectAll()
-        .where('team_id', '=', input.teamId)
-        .where('channel_id', '=', target.channelId)
-        .where('thread_ts', '=', target.threadTs)
-        .executeTakeFirst();
-    }
-    if (!chat) return undefined;
-
-    const inserted = await trx
-      .insertInto('triggers')
-      .values({
-        team_id: input.teamId,
-        chat_id: chat.id,
-        kind: input.kind,
-        dedupe_key: input.dedupeKey,
-        user_id: input.userId,
-        payload: JSON.stringify(input.payload),
-      })
-      .onConflict((oc) => oc.constraint('triggers_dedupe').doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (!inserted) {
-      const existing = await trx
+  const result = await sql<{ chat_id: string | null; trigger_id: string | null; existing_id: string | null }>`
+    with chat as (${chatSql(target, input.teamId)}),
+    inserted as (
+      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
+      select ${input.teamId}, chat.id, ${input.kind}, ${input.dedupeKey}, ${input.userId}, ${JSON.stringify(input.payload)}::jsonb
+      from chat
+      on conflict on constraint triggers_dedupe do nothing
+      returning id, chat_id
+    ),
+    job as (${addJobFromInserted(options.maxAttempts ?? 25)})
+    select (select id from chat limit 1) as chat_id,
+           (select id from inserted) as trigger_id,
+           (select count(*) from job) as jobs,
+           (select id from triggers where team_id = ${input.teamId} and dedupe_key = ${input.dedupeKey}) as existing_id
+  `.execute(db);
+  const row = result.rows[0];
+  if (!row?.chat_id) return undefined;
+  if (row.trigger_id) return { chatId: row.chat_id, triggerId: row.trigger_id, created: true };
+  // A concurrent delivery of the same input may have committed after this statement's snapshot.
+  const existing =
+    row.existing_id ??
+    (
+      await db
         .selectFrom('triggers')
         .select('id')
         .where('team_id', '=', input.teamId)
         .where('dedupe_key', '=', input.dedupeKey)
-        .executeTakeFirstOrThrow();
-      return { chat, triggerId: existing.id, created: false };
-    }
-    await addTurnJob(trx, chat.id, inserted.id, options.maxAttempts ?? 25);
-    return { chat, triggerId: inserted.id, created: true };
-  };
-  return db.isTransaction ? inTransaction(db) : db.transaction().execute(inTransaction);
+        .executeTakeFirstOrThrow()
+    ).id;
+  return { chatId: row.chat_id, triggerId: existing, created: false };
+}
+
+export type PlatformEventOutcome = 'enqueued' | 'duplicate' | 'unknown';
+
+/**
+ * Ingests a verified platform webhook in one statement: records its id (redeliveries stop here),
+ * finds the chat that launched the resource, stores the trigger (one per resource outcome, shared
+ * with the sweep) with its job, and marks the resource notified.
+ */
+export async function ingestPlatformEvent(
+  db: Db,
+  event: { webhookId: string; type: string; kind: 'run' | 'training'; resourceId: string; outcome: 'completed' | 'failed' },
+  options: { maxAttempts: number },
+): Promise<{ outcome: PlatformEventOutcome; teamId?: string; triggerId?: string }> {
+  const dedupeKey = resourceEventKey(event.kind, event.resourceId, event.outcome);
+  const payload = { type: event.type, resourceKind: event.kind, resourceId: event.resourceId, webhookId: event.webhookId };
+  const result = await sql<{ fresh: string; team_id: string | null; trigger_id: string | null }>`
+    with receipt as (
+      insert into webhook_receipts (webhook_id, type, resource_id)
+      values (${event.webhookId}, ${event.type}, ${event.resourceId})
+      on conflict (webhook_id) do nothing
+      returning webhook_id
+    ),
+    res as (
+      select r.id, r.team_id, r.chat_id from resources r
+      where r.kind = ${event.kind} and r.platform_id = ${event.resourceId} and exists (select 1 from receipt)
+    ),
+    inserted as (
+      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
+      select res.team_id, res.chat_id, 'platform_event', ${dedupeKey}, null, ${JSON.stringify(payload)}::jsonb from res
+      on conflict on constraint triggers_dedupe do nothing
+      returning id, chat_id
+    ),
+    job as (${addJobFromInserted(options.maxAttempts)}),
+    notified as (
+      update resources set notified_at = now()
+      where id in (select id from res) and notified_at is null
+      returning id
+    )
+    select (select count(*) from receipt) as fresh,
+           (select team_id from res) as team_id,
+           (select id from inserted) as trigger_id,
+           (select count(*) from job) as jobs,
+           (select count(*) from notified) as notified
+  `.execute(db);
+  const row = result.rows[0]!;
+  if (Number(row.fresh) === 0) return { outcome: 'duplicate' };
+  if (!row.team_id) return { outcome: 'unknown' };
+  return row.trigger_id
+    ? { outcome: 'enqueued', teamId: row.team_id, triggerId: row.trigger_id }
+    : { outcome: 'duplicate', teamId: row.team_id };
 }
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
