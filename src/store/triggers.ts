@@ -111,8 +111,12 @@ export async function ingestPlatformEvent(
 ): Promise<{ outcome: PlatformEventOutcome; teamId?: string; triggerId?: string }> {
   const dedupeKey = resourceEventKey(event.kind, event.resourceId, event.outcome);
   const payload = { type: event.type, resourceKind: event.kind, resourceId: event.resourceId, webhookId: event.webhookId };
+  // The commit does not wait for the WAL flush: if Postgres itself crashes within that window the
+  // event is lost with its receipt and the resource stays un-notified, so the reconcile sweep still
+  // finds it. Slack events, which nothing would redeliver, keep the synchronous commit.
   const result = await sql<{ fresh: string; team_id: string | null; trigger_id: string | null }>`
-    with receipt as (
+    with async_commit as (select set_config('synchronous_commit', 'off', true)),
+    receipt as (
       insert into webhook_receipts (webhook_id, type, resource_id)
       values (${event.webhookId}, ${event.type}, ${event.resourceId})
       on conflict (webhook_id) do nothing
@@ -138,7 +142,8 @@ export async function ingestPlatformEvent(
            (select team_id from res) as team_id,
            (select id from inserted) as trigger_id,
            (select count(*) from job) as jobs,
-           (select count(*) from notified) as notified
+           (select count(*) from notified) as notified,
+           (select count(*) from async_commit) as async_commit
   `.execute(db);
   const row = result.rows[0]!;
   if (Number(row.fresh) === 0) return { outcome: 'duplicate' };
