@@ -1,0 +1,22 @@
+// Runs every bench in sequence (or the names given as arguments), e.g. `npm run bench -- slack-ack scale`.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+const ALL = ['analysis', 'startup', 'loop-cost', 'step-overhead', 'webhook-ingest', 'slack-ack', 'scale'];
+const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ALL;
+const unknown = names.filter((n) => !ALL.includes(n));
+if (unknown.length > 0) {
+  console.error(`unknown bench: ${unknown.join(', ')}; known: ${ALL.join(', ')}`);
+  process.exit(2);
+}
+let failed = 0;
+for (const name of names) {
+  console.log(`\n=== ${name} (npx tsx bench/${name}.ts)`);
+  // Each bench in its own process: its figures (RSS, GC, JIT) are not coloured by the previous one.
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, `${name}.ts`)], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    failed += 1;
+    console.error(`${name} exited with ${result.status ?? result.signal}`);
+  }
+}
+process.exit(failed > 0 ? 1 : 0);

@@ -1,0 +1,103 @@
+// Runs N full loops (seed message -> verdict) against the bot in a child process, each in its own channel.
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startFakeSlack, type FakeSlack } from '../test/fakes/fake-slack.js';
+import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
+import { appMention } from '../test/fakes/slack-requests.js';
+import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { botEnv, channelFor, keepAliveAgent, post, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+
+export interface LoopsRun {
+  postgres: BenchPostgres;
+  databaseUrl: string;
+  slack: FakeSlack;
+  model: ScriptedAnthropic;
+  bot: BotProcess;
+  /** Thread ts per loop index. */
+  threads: string[];
+  /** Wall milliseconds from the first mention to the last verdict. */
+  wallMs: number;
+  /** Loops that reached the verdict. */
+  finished: number;
+  /** Peak RSS of the bot process, sampled until the end, in MB. */
+  peakRssMb: number;
+  stop(): Promise<void>;
+}
+
+const hasVerdict = (slack: FakeSlack, channel: string, ts: string) =>
+  slack.messages(channel, ts).some((m) => !m.seeded && JSON.stringify(m.blocks ?? []).includes('"type":"table"'));
+
+export async function runLoops(n: number, options: { env?: Record<string, string>; timeoutMs?: number; onProgress?: (done: number) => void } = {}): Promise<LoopsRun> {
+  const postgres = await startPostgres();
+  const slack = await startFakeSlack({ teamId: TEAM });
+  const model = await startScriptedAnthropic(loopScript());
+  const databaseUrl = await postgres.createDatabase('loops');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-loops-'));
+  // Each loop costs about 12 credits on the sandbox: give the account enough for all of them.
+  const env = botEnv(
+    { slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir },
+    { BENCH_STARTING_BALANCE: String(Math.max(1000, n * 50)), ...options.env },
+  );
+  const bot = await spawnBot(env, process.env.BENCH_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] } : {});
+  const agent = keepAliveAgent(64);
+  const threads: string[] = [];
+  const started = performance.now();
+  // Mentions go out at most 64 at a time, as fast as the bot acknowledges them.
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(64, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        const channel = channelFor(i);
+        const event = appMention({ user: 'UOWNER', text: SEED_MESSAGE, channel, team: TEAM });
+        slack.seedMessage({ channel, user: 'UOWNER', text: SEED_MESSAGE, ts: event.ts as string });
+        threads[i] = event.ts as string;
+        const body = JSON.stringify({ token: 't', team_id: TEAM, api_app_id: 'A0FAKEAPP', event, type: 'event_callback', event_id: `EvL${i}`, event_time: Math.floor(Date.now() / 1000), authorizations: [{ team_id: TEAM, user_id: 'UBOT', is_bot: true }] });
+        const res = await post(agent, `${bot.url}/slack/events`, body, slackHeaders(env.SLACK_SIGNING_SECRET!, body));
+        if (res.status !== 200) throw new Error(`mention ${i} answered ${res.status}`);
+      }
+    }),
+  );
+  agent.destroy();
+  const open = new Set(threads.map((_, i) => i));
+  let peakRssMb = 0;
+  const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+  while (open.size > 0 && Date.now() < deadline) {
+    for (const i of open) if (hasVerdict(slack, channelFor(i), threads[i]!)) open.delete(i);
+    peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
+    options.onProgress?.(n - open.size);
+    if (open.size > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const wallMs = performance.now() - started;
+  peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
+  return {
+    postgres,
+    databaseUrl,
+    slack,
+    model,
+    bot,
+    threads,
+    wallMs,
+    finished: n - open.size,
+    peakRssMb,
+    stop: async () => {
+      await bot.stop();
+      await slack.stop();
+      await model.stop();
+      await postgres.stop();
+    },
+  };
+}
+
+/** Runs a query on the loops' database. */
+export async function query<T extends pg.QueryResultRow>(databaseUrl: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client(databaseUrl);
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,47 @@
+// Scale: 1,000 concurrent loops in one bot process on the sandbox: peak RSS, turns/s, worst queue wait.
+import { envNumber, fmt, isMain, quantile, report } from './bench-kit.js';
+import { query, runLoops } from './loops-kit.js';
+
+const LOOPS = envNumber('BENCH_SCALE_LOOPS', 1000);
+// Turns here are I/O-bound (model, platform, Slack, Postgres round trips); 32 keeps Postgres (pool = 42) busy without thrashing 2 cores.
+const CONCURRENCY = process.env.BENCH_SCALE_CONCURRENCY ?? '32';
+const TIME_SCALE = process.env.BENCH_SCALE_TIME_SCALE ?? '0.05';
+
+export async function main(): Promise<void> {
+  console.log(`scale: ${LOOPS} concurrent loops, WORKER_CONCURRENCY=${CONCURRENCY}, SANDBOX_TIME_SCALE=${TIME_SCALE}, model answers instantly`);
+  let lastPrint = 0;
+  const run = await runLoops(LOOPS, {
+    env: { WORKER_CONCURRENCY: CONCURRENCY, SANDBOX_TIME_SCALE: TIME_SCALE, LOG_LEVEL: 'warn' },
+    timeoutMs: envNumber('BENCH_SCALE_TIMEOUT_S', 1200) * 1000,
+    onProgress: (done) => {
+      if (Date.now() - lastPrint > 15_000) {
+        lastPrint = Date.now();
+        console.log(`  ... ${done}/${LOOPS} verdicts`);
+      }
+    },
+  });
+  try {
+    const waits = await query<{ kind: string; wait_ms: number; busy: number }>(
+      run.databaseUrl,
+      `select t.kind, extract(epoch from (tu.started_at - t.created_at)) * 1000 as wait_ms
+         from triggers t join turns tu on tu.trigger_id = t.id`,
+    );
+    const span = await query<{ turns: string; seconds: number }>(
+      run.databaseUrl,
+      `select count(*)::text as turns, extract(epoch from (max(finished_at) - min(started_at))) as seconds from turns where status = 'completed'`,
+    );
+    const w = waits.map((x) => Number(x.wait_ms));
+    const turns = Number(span[0]!.turns);
+    const seconds = Number(span[0]!.seconds);
+    const over = w.filter((x) => x > 1000).length;
+    report('loops finished', `${run.finished}/${LOOPS} in ${fmt(run.wallMs / 1000)} s`);
+    report('peak RSS of the bot process (VmHWM)', `${fmt(run.peakRssMb, 0)} MB (target < 500 MB: ${run.peakRssMb < 500 ? 'met' : 'MISSED'})`);
+    report('turns completed / per second', `${turns} / ${fmt(turns / seconds, 1)} per s (first start to last finish)`);
+    report('queue wait trigger -> turn start: p50 / p99 / max', `${fmt(quantile(w, 0.5), 0)} / ${fmt(quantile(w, 0.99), 0)} / ${fmt(Math.max(...w), 0)} ms; ${over} of ${w.length} over 1 s (target 0: ${over === 0 ? 'met' : 'MISSED'})`);
+    report('Slack limit violations (fake Slack)', `${run.slack.violations.length}`);
+  } finally {
+    await run.stop();
+  }
+}
+
+if (isMain(import.meta.url)) await main();

@@ -1,0 +1,144 @@
+// Slack event ack latency at a fixed rate: the bot against a bare Bolt app, and every event -> one turn.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startFakeSlack } from '../test/fakes/fake-slack.js';
+import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
+import { appMention } from '../test/fakes/slack-requests.js';
+import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, slackHeaders, spawnBot, startPostgres, TEAM, waitUntil, type BotProcess } from './bench-kit.js';
+
+const RATE = envNumber('BENCH_ACK_RATE', 200);
+const DURATION_S = envNumber('BENCH_ACK_SECONDS', 30);
+const RUNS = envNumber('BENCH_ACK_RUNS', 3);
+const WARMUP = 200;
+
+function envelope(i: number, prefix: string): string {
+  const event = appMention({ user: `UU${i % 20}`, text: '<@UBOT> hello', channel: channelFor(i), team: TEAM });
+  const eventId = `Ev${prefix}${i.toString(36).toUpperCase()}`;
+  return JSON.stringify({
+    token: 'fake-verification-token',
+    team_id: TEAM,
+    context_team_id: TEAM,
+    context_enterprise_id: null,
+    api_app_id: 'A0FAKEAPP',
+    event,
+    type: 'event_callback',
+    event_id: eventId,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: TEAM, user_id: 'UBOT', is_bot: true, is_enterprise_install: false }],
+    is_ext_shared_channel: false,
+    event_context: `4-fake-${eventId}`,
+  });
+}
+
+interface Measured {
+  p50: number;
+  p99: number;
+  max: number;
+  ok: number;
+  failed: number;
+  maxLagMs: number;
+}
+
+async function load(server: BotProcess, secret: string): Promise<Measured> {
+  const agent = keepAliveAgent(512);
+  const url = `${server.url}/slack/events`;
+  const prefix = randomBytes(3).toString('hex').toUpperCase();
+  let ok = 0;
+  let failed = 0;
+  // Warm-up (not timed): JIT, pools, Bolt's first auth.test.
+  await openLoop(RATE, (WARMUP / RATE) * 1000, async (i) => {
+    const body = envelope(i, `W${prefix}`);
+    const r = await post(agent, url, body, slackHeaders(secret, body));
+    if (r.status === 200) ok += 1;
+    else failed += 1;
+  });
+  const latencies: number[] = [];
+  const run = await openLoop(RATE, DURATION_S * 1000, async (i) => {
+    const body = envelope(i, prefix);
+    const r = await post(agent, url, body, slackHeaders(secret, body));
+    latencies.push(r.ms);
+    if (r.status === 200) ok += 1;
+    else failed += 1;
+  });
+  agent.destroy();
+  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies), ok, failed, maxLagMs: run.maxLagMs };
+}
+
+export async function main(): Promise<void> {
+  console.log(`slack-ack: signed app_mention at ${RATE}/s for ${DURATION_S} s, ${RUNS} runs each (bare Bolt, then the bot)`);
+  const postgres = await startPostgres();
+  const slack = await startFakeSlack({ teamId: TEAM });
+  const model = await startScriptedAnthropic(() => ({ content: [text('Noted.')] }));
+  const ratiosP99: number[] = [];
+  const ratiosP50: number[] = [];
+  const rows: string[] = [];
+  let lostTotal = 0;
+  try {
+    for (let r = 0; r < RUNS; r += 1) {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-ack-'));
+      const databaseUrl = await postgres.createDatabase('ack');
+      const env = botEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir });
+
+      const bare = await spawnBot(env, { script: 'bench/bare-bolt-server.ts' });
+      const b = await load(bare, env.SLACK_SIGNING_SECRET!);
+      await bare.stop();
+
+      const profileDir = process.env.BENCH_PROFILE_DIR;
+      const bot = await spawnBot(env, profileDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {});
+      // Diagnostic: BENCH_ACK_STOP_WORKER=1 measures the ack path alone (turns then wait for a later start).
+      if (process.env.BENCH_ACK_STOP_WORKER === '1') await bot.request('stop-worker');
+      const m = await load(bot, env.SLACK_SIGNING_SECRET!);
+      if (process.env.BENCH_ACK_STOP_WORKER === '1') {
+        await bot.stop();
+        console.log(`  ack only (worker stopped): p50 ${fmt(m.p50, 2)} p99 ${fmt(m.p99, 2)} max ${fmt(m.max)} ms; bare p50 ${fmt(b.p50, 2)} p99 ${fmt(b.p99, 2)}`);
+        continue;
+      }
+      // Every acknowledged event must become exactly one trigger and one finished turn.
+      const client = new pg.Client(databaseUrl);
+      await client.connect();
+      const count = async () =>
+        (
+          await client.query<{ triggers: string; done: string; turns: string; distinct_turns: string; jobs: string }>(`
+            select (select count(*) from triggers where kind = 'mention') as triggers,
+                   (select count(*) from triggers where kind = 'mention' and status = 'done') as done,
+                   (select count(*) from turns) as turns,
+                   (select count(distinct trigger_id) from turns) as distinct_turns,
+                   (select count(*) from graphile_worker._private_jobs where task_id = (select id from graphile_worker._private_tasks where identifier = 'run_turn')) as jobs`)
+        ).rows[0]!;
+      const drainStart = performance.now();
+      const final = await waitUntil(
+        async () => {
+          const c = await count();
+          return Number(c.done) >= m.ok && Number(c.jobs) === 0 ? c : undefined;
+        },
+        600_000,
+        'every turn to finish',
+      ).catch(async () => count());
+      const drainS = (performance.now() - drainStart) / 1000;
+      await client.end();
+      await bot.stop();
+      const lost = m.ok - Number(final.done) + (Number(final.turns) - Number(final.distinct_turns)) + Math.abs(Number(final.triggers) - m.ok);
+      lostTotal += lost;
+      ratiosP99.push(m.p99 / b.p99);
+      ratiosP50.push(m.p50 / b.p50);
+      rows.push(
+        `run ${r + 1}: bare p50 ${fmt(b.p50, 2)} p99 ${fmt(b.p99, 2)} max ${fmt(b.max)} ms (lag ${fmt(b.maxLagMs)}); ` +
+          `bot p50 ${fmt(m.p50, 2)} p99 ${fmt(m.p99, 2)} max ${fmt(m.max)} ms (lag ${fmt(m.maxLagMs)}); ` +
+          `acked ${m.ok}, non-200 ${m.failed}, triggers ${final.triggers}, done ${final.done}, turns ${final.turns}, drained ${fmt(drainS)} s after the load`,
+      );
+      console.log(`  ${rows.at(-1)}`);
+    }
+  } finally {
+    await slack.stop();
+    await model.stop();
+    await postgres.stop();
+  }
+  report('p50 ratio bot/bare (median of runs)', `${fmt(median(ratiosP50), 2)}x  [${ratiosP50.map((x) => fmt(x, 2)).join(', ')}]`);
+  report('p99 ratio bot/bare (median of runs)', `${fmt(median(ratiosP99), 2)}x  [${ratiosP99.map((x) => fmt(x, 2)).join(', ')}] (target <= 1.5x: ${median(ratiosP99) <= 1.5 ? 'met' : 'MISSED'})`);
+  report('events lost or duplicated (all runs)', `${lostTotal} (target 0: ${lostTotal === 0 ? 'met' : 'MISSED'})`);
+}
+
+if (isMain(import.meta.url)) await main();
