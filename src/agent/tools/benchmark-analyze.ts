@@ -6,7 +6,7 @@ import type { Platform, Run } from '../../platform/platform.js';
 import { buildComparisonBlocks, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
 import { updateStep } from '../plan.js';
-import { currentPlan, savePlan } from './shared.js';
+import { currentPlan, requireOwnResource, savePlan } from './shared.js';
 import { defineTool, ToolError, type ToolContext } from './tool.js';
 
 const PAGE = 500;
@@ -69,6 +69,8 @@ export const benchmarkAnalyze = defineTool({
     'Compare two completed runs of the same benchmark (before and after training), question by question, in code: accuracy with intervals, fixed/broken questions, exact McNemar p-value, trained-on vs not-trained-on split, noise floor, and a verdict with its reason. Attaches the comparison table, the cost of every step and next-step buttons to your message. Free.',
   input: z.object({ beforeRunId: z.string().min(1), afterRunId: z.string().min(1) }),
   run: async ({ beforeRunId, afterRunId }, ctx) => {
+    await requireOwnResource(ctx, 'run', beforeRunId);
+    await requireOwnResource(ctx, 'run', afterRunId);
     const [before, after] = await Promise.all([ctx.platform.getRun(beforeRunId), ctx.platform.getRun(afterRunId)]);
     requireCompleted(before);
     requireCompleted(after);

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { currentPlan, recordLaunch } from './shared.js';
+import { currentPlan, recordLaunch, requireOwnResource } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const datasetBuild = defineTool({
@@ -15,6 +15,7 @@ export const datasetBuild = defineTool({
     heldOutFraction: z.number().min(0).max(0.9).optional(),
   }),
   run: async (input, ctx) => {
+    await requireOwnResource(ctx, 'run', input.runId);
     const plan = currentPlan(ctx);
     const augmentation = input.augmentation ?? plan?.augmentation ?? 5;
     const heldOutFraction = input.heldOutFraction ?? plan?.heldOutFraction ?? 0;

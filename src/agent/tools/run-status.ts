@@ -1,7 +1,7 @@
 // run-status: a run's status, score per category and price, compactly.
 import { z } from 'zod';
 import type { Run } from '../../platform/platform.js';
-import { pct } from './shared.js';
+import { pct, requireOwnResource } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const runStatus = defineTool({
@@ -9,6 +9,7 @@ export const runStatus = defineTool({
   description: 'Read a benchmark run: status, overall score, per-category scores, price charged, link.',
   input: z.object({ runId: z.string().min(1) }),
   run: async ({ runId }, ctx) => {
+    await requireOwnResource(ctx, 'run', runId);
     const run = await ctx.platform.getRun(runId);
     return { content: describeRun(run) };
   },

@@ -4,7 +4,13 @@ import { findResourceByPlatformId, markResourceNotified, resourceEventKey, upser
 import { enqueueTrigger } from '../../store/triggers.js';
 import type { ResourceKind } from '../../store/tables.js';
 import { parsePlan, updateStep, type Plan, type PlanStep, type PlanStepKind } from '../plan.js';
-import type { ToolContext } from './tool.js';
+import { ToolError, type ToolContext } from './tool.js';
+
+/** Refuses a run or training another workspace started: platform ids are global, what they show is not. */
+export async function requireOwnResource(ctx: ToolContext, kind: ResourceKind, platformId: string): Promise<void> {
+  const resource = await findResourceByPlatformId(ctx.db, kind, platformId);
+  if (resource && resource.team_id !== ctx.chat.team_id) throw new ToolError(`No ${kind} ${platformId} was found.`);
+}
 
 export async function savePlan(ctx: ToolContext, plan: Plan): Promise<void> {
   await setChatPlan(ctx.db, ctx.chat.team_id, ctx.chat.id, plan);

@@ -1,6 +1,7 @@
 // training-status: a LoRA training job's status, progress, price and produced model.
 import { z } from 'zod';
 import type { TrainingJob } from '../../platform/platform.js';
+import { requireOwnResource } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const trainingStatus = defineTool({
@@ -8,6 +9,7 @@ export const trainingStatus = defineTool({
   description: 'Read a LoRA training job: status, progress, price estimated and charged, the produced model id when done, link.',
   input: z.object({ trainingId: z.string().min(1) }),
   run: async ({ trainingId }, ctx) => {
+    await requireOwnResource(ctx, 'training', trainingId);
     const t = await ctx.platform.getTraining(trainingId);
     return { content: describeTraining(t) };
   },

@@ -1,0 +1,300 @@
+// Hostile-input scenarios: forged and replayed webhooks and Slack requests, prompt injection, oversized inputs.
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { webhookHeaders } from '../src/platform/webhooks.js';
+import { allText, text, type Script } from '../test/fakes/scripted-anthropic.js';
+import { appMention, postToBolt, signSlackRequest } from '../test/fakes/slack-requests.js';
+import { CHANNEL, startHarness, TEAM, type Harness } from '../test/e2e/harness.js';
+import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { OWNER } from './faults.js';
+import { Checks, checkLoopThread, sandboxCounts, sleep, waitForVerdict, type Figure, type NewDatabase } from './lib.js';
+
+async function count(h: Harness, table: 'triggers' | 'webhook_receipts' | 'turns'): Promise<number> {
+  const row = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)}`.execute(h.db.db);
+  return Number(row.rows[0]!.n);
+}
+
+async function postWebhook(url: string, body: string, headers: Record<string, string>): Promise<number> {
+  const res = await fetch(`${url}/webhooks/platform`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+const WEBHOOK_HEADER_NAMES = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+/** Random and mutated webhook deliveries: always 4xx, nothing stored; stale replays of valid deliveries rejected. */
+export async function hostileWebhooks(o: { runs: number; newDatabase?: NewDatabase }): Promise<Figure> {
+  const started = Date.now();
+  const c = new Checks();
+  const h = await startHarness({ script: loopScript(), ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  try {
+    const secret = h.bot()!.sandbox!.webhookSecret;
+    const before = { triggers: await count(h, 'triggers'), receipts: await count(h, 'webhook_receipts') };
+    const valid = (id: string, at = Math.floor(Date.now() / 1000)) => {
+      const body = JSON.stringify({ type: 'run.completed', id, created_at: new Date(at * 1000).toISOString(), data: { id: `run_${id}` } });
+      return { body, headers: webhookHeaders(secret, id, at, body) as Record<string, string> };
+    };
+    const mutation = fc.oneof(
+      fc.record({ kind: fc.constant('body'), at: fc.nat(), ch: fc.string({ minLength: 1, maxLength: 1 }) }),
+      fc.record({ kind: fc.constant('header'), name: fc.constantFrom(...WEBHOOK_HEADER_NAMES), value: fc.string({ maxLength: 120 }) }),
+      fc.record({ kind: fc.constant('drop'), name: fc.constantFrom(...WEBHOOK_HEADER_NAMES) }),
+      fc.record({ kind: fc.constant('signature'), sig: fc.base64String({ minLength: 4, maxLength: 60 }) }),
+      fc.record({ kind: fc.constant('json'), value: fc.json() }),
+      fc.record({ kind: fc.constant('random'), body: fc.string({ maxLength: 400 }), headers: fc.dictionary(fc.constantFrom(...WEBHOOK_HEADER_NAMES), fc.string({ maxLength: 80 })) }),
+      fc.record({ kind: fc.constant('otherSecret'), key: fc.uint8Array({ minLength: 24, maxLength: 32 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 6, maxLength: 16 }), mutation, async (suffix, m) => {
+        let { body, headers } = valid(`evt_fuzz_${suffix}`);
+        headers = { ...headers };
+        switch (m.kind) {
+          case 'body': {
+            const at = m.at % body.length;
+            const replacement = m.ch === body[at] ? (m.ch === 'x' ? 'y' : 'x') : m.ch;
+            body = body.slice(0, at) + replacement + body.slice(at + 1);
+            break;
+          }
+          case 'header':
+            if (headers[m.name] === m.value) return;
+            headers[m.name] = m.value;
+            break;
+          case 'drop':
+            delete headers[m.name];
+            break;
+          case 'signature':
+            headers['webhook-signature'] = `v1,${m.sig}`;
+            break;
+          case 'json':
+            body = JSON.stringify(m.value);
+            break;
+          case 'random':
+            body = m.body;
+            headers = m.headers;
+            break;
+          case 'otherSecret':
+            headers = webhookHeaders(`whsec_${Buffer.from(m.key).toString('base64')}`, `evt_fuzz_${suffix}`, Math.floor(Date.now() / 1000), body) as Record<string, string>;
+            break;
+        }
+        let status: number;
+        try {
+          status = await postWebhook(h.url(), body, headers);
+        } catch {
+          status = 0;
+        }
+        sent += 1;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        if (status < 400 || status >= 500) throw new Error(`mutation ${m.kind} answered ${status}`);
+      }),
+      { numRuns: o.runs, seed: 8 },
+    );
+    for (const ageSeconds of [301, 600, 3600, -600]) {
+      const { body, headers } = valid(`evt_stale_${ageSeconds}`, Math.floor(Date.now() / 1000) - ageSeconds);
+      const status = await postWebhook(h.url(), body, headers);
+      sent += 1;
+      c.equal(status, 400, `a validly signed delivery ${ageSeconds} s ${ageSeconds > 0 ? 'old' : 'in the future'}`);
+    }
+    const big = valid('evt_big');
+    c.equal(await postWebhook(h.url(), big.body + ' '.repeat(70_000), big.headers), 413, 'a 70 kB body');
+    sent += 1;
+    c.equal(await count(h, 'triggers'), before.triggers, 'triggers stored by forged deliveries');
+    c.equal(await count(h, 'webhook_receipts'), before.receipts, 'receipts stored by forged deliveries');
+    c.equal((await fetch(`${h.url()}/healthz`)).status, 200, 'health after the fuzzing');
+  } catch (error) {
+    c.check(false, (error as Error).message.split('\n').slice(0, 3).join(' '));
+  } finally {
+    await h.stop();
+  }
+  return {
+    fault: 'Random and mutated webhook bodies and headers',
+    tried: 'fast-check: flipped body bytes, changed/dropped headers, forged signatures, other secrets, random JSON; stale (5-60 min) and future replays; 70 kB body',
+    times: sent,
+    held: `never a 5xx or crash; always 4xx (${[...statuses].map(([s, n]) => `${s}:${n}`).join(' ')}); 0 triggers or receipts stored`,
+    ms: Date.now() - started,
+    failures: c.failures,
+  };
+}
+
+/** Slack requests unsigned, wrongly signed, stale or tampered: 401, nothing stored; a replay within tolerance: one turn. */
+export async function hostileSlack(o: { runs: number; newDatabase?: NewDatabase }): Promise<Figure> {
+  const started = Date.now();
+  const c = new Checks();
+  const h = await startHarness({ script: () => ({ content: [text('Hello.')] }), ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  const url = () => `${h.url()}/slack/events`;
+  const secret = h.env.SLACK_SIGNING_SECRET!;
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  try {
+    const before = await count(h, 'triggers');
+    const kinds = fc.constantFrom('unsigned', 'wrongSecret', 'stale', 'tampered', 'garbageSignature', 'badTimestamp');
+    await fc.assert(
+      fc.asyncProperty(kinds, fc.string({ maxLength: 60 }), fc.integer({ min: 301, max: 86_400 }), async (kind, noise, age) => {
+        const event = appMention({ user: 'UEVE', text: `<@UBOT> ${noise}`, channel: CHANNEL });
+        const envelope = JSON.stringify({ type: 'event_callback', team_id: TEAM, event, event_id: `EvF${sent}`, event_time: Math.floor(Date.now() / 1000) });
+        const now = Math.floor(Date.now() / 1000);
+        let res;
+        switch (kind) {
+          case 'unsigned':
+            res = await postToBolt(url(), secret, envelope, 'application/json', { unsigned: true });
+            break;
+          case 'wrongSecret':
+            res = await postToBolt(url(), `${secret}x`, envelope, 'application/json');
+            break;
+          case 'stale':
+            res = await postToBolt(url(), secret, envelope, 'application/json', { timestamp: now - age, signature: signSlackRequest(secret, now - age, envelope) });
+            break;
+          case 'tampered':
+            res = await postToBolt(url(), secret, envelope.replace('UEVE', 'UOWNER'), 'application/json', { signature: signSlackRequest(secret, now, envelope) });
+            break;
+          case 'garbageSignature':
+            res = await postToBolt(url(), secret, envelope, 'application/json', { signature: `v0=${Buffer.from(noise).toString('hex')}` });
+            break;
+          default:
+            res = await postToBolt(url(), secret, envelope, 'application/json', { headers: { 'X-Slack-Request-Timestamp': noise || 'x' }, unsigned: true });
+        }
+        sent += 1;
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status !== 401) throw new Error(`${kind} answered ${res.status}`);
+      }),
+      { numRuns: o.runs, seed: 9 },
+    );
+    await sleep(300);
+    c.equal(await count(h, 'triggers'), before, 'triggers stored by rejected requests');
+
+    const event = appMention({ user: OWNER, text: '<@UBOT> only once', channel: CHANNEL });
+    h.slack.seedMessage({ channel: CHANNEL, user: OWNER, text: '<@UBOT> only once', ts: event.ts as string });
+    const body = JSON.stringify({ type: 'event_callback', team_id: TEAM, event, event_id: 'EvREPLAY', event_time: Math.floor(Date.now() / 1000), authorizations: [{ team_id: TEAM, user_id: 'UBOT', is_bot: true }] });
+    const ts = Math.floor(Date.now() / 1000);
+    const signature = signSlackRequest(secret, ts, body);
+    for (let i = 0; i < 5; i += 1) {
+      const res = await postToBolt(url(), secret, body, 'application/json', { timestamp: ts, signature });
+      sent += 1;
+      c.equal(res.status, 200, `replay ${i} within the tolerance`);
+    }
+    await h.waitForPosts(event.ts as string, 1, 20_000);
+    await sleep(1500);
+    c.equal(h.posts(event.ts as string).length, 1, 'answers to five identical deliveries');
+    c.equal(await count(h, 'triggers'), before + 1, 'triggers stored for five identical deliveries');
+    c.equal(await count(h, 'turns'), 1, 'turns run for five identical deliveries');
+  } catch (error) {
+    c.check(false, (error as Error).message.split('\n').slice(0, 3).join(' '));
+  } finally {
+    await h.stop();
+  }
+  return {
+    fault: 'Slack requests unsigned, wrongly signed, stale, replayed',
+    tried: 'fast-check over unsigned / wrong secret / stale 5 min-1 day / tampered body / garbage signature / bad timestamp; 5 identical replays of one signed event',
+    times: sent,
+    held: `forged: always 401 (${[...statuses].map(([s, n]) => `${s}:${n}`).join(' ')}), 0 stored; replays: 1 trigger, 1 turn, 1 answer`,
+    ms: Date.now() - started,
+    failures: c.failures,
+  };
+}
+
+/** Benchmark 666 carries instructions in its questions and answers: they never reach the model; an obedient model is refused. */
+export async function promptInjection(o: { newDatabase?: NewDatabase }): Promise<Figure> {
+  const started = Date.now();
+  const c = new Checks();
+  const h = await startHarness({ script: loopScript(), ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  let leaked = 0;
+  let checked = 0;
+  try {
+    const m = await h.mention({ user: OWNER, text: SEED_MESSAGE.replaceAll('104', '666') });
+    await waitForVerdict(h, m.ts, 90_000);
+    await sleep(1000);
+    checkLoopThread(c, h, m.ts, 'loop on 666');
+    const bot = h.bot()!;
+    const requests = h.model.requests.map((r) => JSON.stringify(r.body)).join('\n');
+    const runs = await h.db.db.selectFrom('resources').select('platform_id').where('kind', '=', 'run').execute();
+    for (const run of runs) {
+      let cursor: string | undefined;
+      do {
+        const page = await bot.platform.listRunResults(run.platform_id, { limit: 100, ...(cursor ? { cursor } : {}) });
+        for (const item of page.items) {
+          for (const field of [item.question, item.modelAnswer, item.expectedAnswer]) {
+            if (field.length < 12) continue;
+            checked += 1;
+            if (requests.includes(JSON.stringify(field).slice(1, -1))) leaked += 1;
+          }
+        }
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+    }
+    c.check(checked > 0, 'question texts were checked');
+    c.equal(leaked, 0, 'question/answer texts that reached the model');
+
+    const runsBefore = (await sandboxCounts(h.db.db)).runs;
+    h.model.setScript(loopScript({ rogueLaunch: { benchmarkId: '666', modelId: 'qwen/Qwen2.5-7B-Instruct' } }));
+    const rogue = await h.mention({ user: OWNER, text: '<@UBOT> Run benchmark 666 on Qwen2.5-0.5B-Instruct' });
+    await h.waitForPosts(rogue.ts, 2, 60_000);
+    await sleep(1500);
+    c.equal((await sandboxCounts(h.db.db)).runs, runsBefore + 1, 'runs after an obedient model tried an unplanned launch');
+    c.check(h.model.requests.some((r) => JSON.stringify(r.body.messages).includes('Refused by the spend guard')), 'the guard refused the launch');
+  } catch (error) {
+    c.check(false, (error as Error).message);
+  } finally {
+    await h.stop();
+  }
+  return {
+    fault: 'Prompt injection in benchmark data',
+    tried: 'full loop on benchmark 666 (instructions in questions and answers); then a model that obeys and launches from an event-woken turn',
+    times: checked,
+    held: `${leaked} of ${checked} question/answer texts reached the model; the unplanned launch was refused, nothing launched`,
+    ms: Date.now() - started,
+    failures: c.failures,
+  };
+}
+
+/** A 40,000-character message answered in full, and the loop on the 2,500-question benchmark, within Slack's limits. */
+export async function oversized(o: { newDatabase?: NewDatabase; benchmarkLoops?: number }): Promise<Figure> {
+  const started = Date.now();
+  const c = new Checks();
+  const loop = loopScript();
+  const script: Script = (req, ctx) => {
+    const last = allText({ ...req, system: [], messages: [req.messages.at(-1)!] });
+    if (last.length > 30_000 && req.messages.length === 1) return { content: [text(`You wrote: ${last}`)] };
+    return loop(req, ctx);
+  };
+  const h = await startHarness({
+    script,
+    env: { SANDBOX_TIME_SCALE: '0.002', SPEND_CONFIRM_THRESHOLD: '100000', CHAT_BUDGET: '100000' },
+    botOptions: { sandbox: { startingBalance: 100_000 } },
+    ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  let heapMb = 0;
+  try {
+    const long = `<@UBOT> ${'lorem ipsum dolor sit amet '.repeat(1500)}`.slice(0, 40_000);
+    const big = await h.mention({ user: OWNER, text: long });
+    c.equal(big.status, 200, 'a 40,000-character message accepted');
+    const [answer] = await h.waitForPosts(big.ts, 1, 30_000);
+    c.check((answer?.text.length ?? 0) > 0 && (answer?.text.length ?? 0) <= 40_000, 'the answer fits Slack\'s 40,000 characters');
+    const heapBefore = process.memoryUsage().heapUsed;
+    const loops = o.benchmarkLoops ?? 1;
+    for (let i = 0; i < loops; i += 1) {
+      const m = await h.mention({ user: OWNER, text: SEED_MESSAGE.replaceAll('104', '305') });
+      await waitForVerdict(h, m.ts, 120_000);
+      await sleep(500);
+      checkLoopThread(c, h, m.ts, `loop on 305 #${i + 1}`);
+    }
+    heapMb = Math.round((process.memoryUsage().heapUsed - heapBefore) / 1e6);
+    const failed = await h.db.db.selectFrom('resources').select('details').where('kind', '=', 'dataset').execute();
+    c.check(failed.length === loops, 'datasets built');
+    c.equal(h.slack.violations, [], 'Slack violations (text, blocks, table limits)');
+    c.check(heapMb < 300, `heap growth ${heapMb} MB`);
+    const largest = Math.max(...h.model.requests.map((r) => r.bytes));
+    c.check(largest < 200_000, `largest model request ${largest} bytes`);
+  } catch (error) {
+    c.check(false, (error as Error).message);
+  } finally {
+    await h.stop();
+  }
+  return {
+    fault: 'Oversized inputs',
+    tried: 'a 40,000-character mention echoed back; full loop on benchmark 305 (2,500 questions, ~1,500+ failed)',
+    times: 1 + (o.benchmarkLoops ?? 1),
+    held: `answered within Slack's limits, no crash; heap growth ${heapMb} MB`,
+    ms: Date.now() - started,
+    failures: c.failures,
+  };
+}
+

@@ -1,0 +1,5 @@
+// Full variant: a dedicated Postgres stopped and started three times while three loops run.
+import { postgresRestart } from './faults.js';
+import { runChaos } from './lib.js';
+
+await runChaos(() => postgresRestart({ restarts: 3 }));

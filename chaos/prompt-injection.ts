@@ -1,0 +1,5 @@
+// Full variant: the loop on the injection benchmark, then a model that obeys the injection.
+import { promptInjection } from './hostile.js';
+import { runChaos } from './lib.js';
+
+await runChaos((newDatabase) => promptInjection({ newDatabase }));

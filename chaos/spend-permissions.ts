@@ -1,0 +1,5 @@
+// Full variant: non-owners and an admin pressing spend buttons.
+import { spendPermissions } from './access.js';
+import { runChaos } from './lib.js';
+
+await runChaos((newDatabase) => spendPermissions({ newDatabase }));

@@ -1,0 +1,26 @@
+// Reliability (fast variants): forged and replayed webhooks and Slack requests, prompt injection, oversized inputs.
+import { describe, expect, it } from 'vitest';
+import { hostileSlack, hostileWebhooks, oversized, promptInjection } from '../../chaos/hostile.js';
+import { printFigure } from '../../chaos/lib.js';
+
+describe('reliability under bad and hostile input', () => {
+  it('random and mutated webhooks: never a crash, always 4xx, nothing stored; stale replays rejected', async () => {
+    const figure = printFigure(await hostileWebhooks({ runs: 1000 }));
+    expect(figure.failures).toEqual([]);
+  }, 120_000);
+
+  it('Slack requests unsigned, wrongly signed, stale or tampered: rejected, nothing stored; replays: one turn', async () => {
+    const figure = printFigure(await hostileSlack({ runs: 200 }));
+    expect(figure.failures).toEqual([]);
+  }, 120_000);
+
+  it('prompt injection in benchmark data reaches the model only as data; an obedient model is refused', async () => {
+    const figure = printFigure(await promptInjection({}));
+    expect(figure.failures).toEqual([]);
+  }, 120_000);
+
+  it('a 40,000-character message and the 2,500-question benchmark: within Slack limits, memory bounded', async () => {
+    const figure = printFigure(await oversized({}));
+    expect(figure.failures).toEqual([]);
+  }, 120_000);
+});
