@@ -1,7 +1,8 @@
 // Fault scenarios: crashes, a Postgres restart, Slack and model outages, platform errors, webhook storms, replicas.
+import net from 'node:net';
 import { sql } from 'kysely';
 import { startSandbox } from '../src/platform/sandbox/sandbox.js';
-import { freePort, startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
 import { sendBlockAction } from '../test/fakes/slack-requests.js';
 import { startFakeSlack } from '../test/fakes/fake-slack.js';
@@ -85,10 +86,24 @@ export async function crashLoop(o: { points: number; seed?: number; newDatabase?
 }
 
 /** A dedicated Postgres stopped and started again on the same port while loops run. */
+async function freePortOutsideEphemeralRange(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export async function postgresRestart(o: { restarts: number; downMs?: number }): Promise<Figure> {
   const started = Date.now();
   const c = new Checks();
-  const port = await freePort();
+  // A port below the kernel's ephemeral range: while Postgres is down, no other process binding
+  // port 0 (bots, sandboxes, fakes of parallel tests) can take it.
+  const port = await freePortOutsideEphemeralRange();
   const pg = await startPrivatePostgres(port);
   let server = pg.server;
   const url = await pg.newDatabase();
@@ -343,10 +358,10 @@ export async function replicas(o: { loops: number; newDatabase: NewDatabase }): 
       await a.kill();
       killedMidTurn += 1;
     }
-    for (const ts of threads) await waitForVerdict(b, ts, 180_000);
+    for (const [i, ts] of threads.entries()) await waitForVerdict(b, ts, 120_000, `C0RP${i}`);
     await proxy.idle();
     await sleep(3000);
-    threads.forEach((ts, i) => checkLoopThread(c, b, ts, `loop ${i + 1}`));
+    threads.forEach((ts, i) => checkLoopThread(c, b, ts, `loop ${i + 1}`, `C0RP${i}`));
     c.equal(await sandboxCounts(b.db.db), { runs: 2 * o.loops, trainings: o.loops, datasets: o.loops }, 'sandbox launches');
     const turns = await sql<{ triggers: string; turns: string; dup: string }>`
       select (select count(*) from triggers) as triggers, (select count(*) from turns) as turns,
