@@ -168,7 +168,14 @@ export async function slackFaults(o: { rateLimited: number; serverErrors: number
     for (const b of burst) await h.waitForPosts(b.ts, 1, 60_000);
     await sleep(2000);
     checkLoopThread(c, h, m.ts, 'loop');
-    for (const b of burst) c.equal(h.posts(b.ts).length, 1, `burst thread ${b.ts}: answers`);
+    for (const b of burst) {
+      const posts = h.posts(b.ts);
+      c.equal(posts.length, 1, `burst thread ${b.ts}: answers`);
+      if (posts.length !== 1) {
+        const rows = await h.db.db.selectFrom('posts').select(['id', 'post_key', 'attempts', 'status', 'slack_ts', 'thread_ts']).where('thread_ts', '=', b.ts).execute();
+        c.check(false, `burst thread ${b.ts}: slack ${JSON.stringify(posts.map((p) => [p.ts, p.text.slice(0, 60), p.metadata]))}; outbox ${JSON.stringify(rows)}`);
+      }
+    }
     c.equal(h.slack.violations, [], 'Slack violations (incl. rate-limit bursts)');
     c.equal(await sandboxCounts(h.db.db), { runs: 2, trainings: 1, datasets: 1 }, 'sandbox launches');
     const failedPosts = await h.db.db.selectFrom('posts').select('id').where('status', '=', 'failed').execute();
