@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chmod } from 'node:fs/promises';
-import { sql } from 'kysely';
 import pg from 'pg';
 import type { Db } from '../src/store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/store/embedded-postgres.js';
@@ -58,20 +57,7 @@ export function seeded(seed: number): () => number {
   };
 }
 
-export interface SandboxCounts {
-  runs: number;
-  trainings: number;
-  datasets: number;
-}
-
-export async function sandboxCounts(db: Db): Promise<SandboxCounts> {
-  const row = await sql<{ runs: string; trainings: string; datasets: string }>`
-    select (select count(*) from sandbox.runs) as runs,
-           (select count(*) from sandbox.trainings) as trainings,
-           (select count(*) from sandbox.datasets) as datasets`.execute(db);
-  const r = row.rows[0]!;
-  return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
-}
+export { sandboxCounts, type SandboxCounts } from '../test/e2e/harness.js';
 
 export function isVerdict(post: { blocks?: unknown[] }): boolean {
   return JSON.stringify(post.blocks ?? []).includes('"type":"table"');

@@ -7,10 +7,11 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
+import { sql } from 'kysely';
 import { startBot, type Bot, type BotOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { createDb, type DbHandle } from '../../src/store/db.js';
+import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from '../fakes/fake-slack.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
@@ -54,6 +55,22 @@ export interface Harness {
   /** Exits of the bot process that the harness did not cause (crashes), in process mode. */
   crashes: Array<{ code: number | null; signal: string | null }>;
   stop(): Promise<void>;
+}
+
+export interface SandboxCounts {
+  runs: number;
+  trainings: number;
+  datasets: number;
+}
+
+/** What the sandbox platform launched, read from its own schema in the bot's database. */
+export async function sandboxCounts(db: Db): Promise<SandboxCounts> {
+  const row = await sql<{ runs: string; trainings: string; datasets: string }>`
+    select (select count(*) from sandbox.runs) as runs,
+           (select count(*) from sandbox.trainings) as trainings,
+           (select count(*) from sandbox.datasets) as datasets`.execute(db);
+  const r = row.rows[0]!;
+  return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
 }
 
 export async function waitUntil<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {

@@ -1,30 +1,15 @@
 // End to end: one message in, one verdict out, each step woken by the platform's signal.
-import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { formatCredits, formatUsd } from '../../src/slack/blocks/app-home.js';
 import { sendBlockAction } from '../fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
+import { CHANNEL, sandboxCounts, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
 import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from './loop-script.js';
 
 const OWNER = 'UOWNER';
 
-interface SandboxCounts {
-  runs: number;
-  trainings: number;
-  datasets: number;
-}
-
-export async function sandboxCounts(h: Harness): Promise<SandboxCounts> {
-  const row = await sql<{ runs: string; trainings: string; datasets: string }>`
-    select (select count(*) from sandbox.runs) as runs,
-           (select count(*) from sandbox.trainings) as trainings,
-           (select count(*) from sandbox.datasets) as datasets`.execute(h.db.db);
-  const r = row.rows[0]!;
-  return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
-}
 
 
 async function startLoop(options: { env?: Record<string, string>; script?: LoopScriptOptions; mode?: 'inprocess' | 'process'; faults?: Record<string, number>; startingBalance?: number } = {}) {
@@ -75,7 +60,7 @@ describe('the autonomous loop', () => {
     expect(posts[1]!.text).toMatch(/Launched LoRA training/);
     expect(posts[2]!.text).toMatch(/Launched run \S+ of benchmark 104/);
 
-    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
 
     // Each step after the first was woken by a webhook, not a click.
     const triggers = await h.db.db.selectFrom('triggers').select(['kind', 'payload']).where('team_id', '=', TEAM).orderBy('id').execute();
@@ -146,7 +131,7 @@ describe('the autonomous loop', () => {
     h = loop.h;
     await waitForVerdict(h, loop.threadTs);
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
     expect(h.posts(loop.threadTs)).toHaveLength(4);
   }, 120_000);
 
@@ -154,7 +139,7 @@ describe('the autonomous loop', () => {
     const loop = await startLoop({ faults: { webhookDrop: 1 }, env: { RECONCILE_OVERDUE_SECONDS: '1', RECONCILE_CRON: '* * * * * *' } });
     h = loop.h;
     await waitForVerdict(h, loop.threadTs, 90_000);
-    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
     const kinds = await h.db.db.selectFrom('triggers').select('kind').where('team_id', '=', TEAM).orderBy('id').execute();
     expect(kinds.map((k) => k.kind)).toEqual(['mention', 'reconcile', 'reconcile', 'reconcile']);
   }, 120_000);
@@ -163,7 +148,7 @@ describe('the autonomous loop', () => {
     const loop = await startLoop({ script: { rogueLaunch: { benchmarkId: '104', modelId: 'qwen/Qwen2.5-1.5B-Instruct' } } });
     h = loop.h;
     await h.waitForPosts(loop.threadTs, 2, 60_000);
-    expect(await sandboxCounts(h)).toMatchObject({ runs: 1, trainings: 0 });
+    expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 1, trainings: 0 });
     const refusal = h.model.requests
       .flatMap((r) => JSON.stringify(r.body.messages))
       .find((m) => m.includes('Refused by the spend guard'));
@@ -178,7 +163,7 @@ describe('the autonomous loop', () => {
     expect(second).toMatch(/only [\d.]+ are available/);
     expect(second).toContain(ACTION_IDS.approve);
     expect(second).toMatch(/Approve [\d.]+ credits/);
-    expect(await sandboxCounts(h)).toMatchObject({ runs: 1, trainings: 0 });
+    expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 1, trainings: 0 });
   }, 120_000);
 
   it('refuses a spend button pressed by someone who may not spend', async () => {
@@ -202,7 +187,7 @@ describe('the autonomous loop', () => {
     });
     expect(stranger.status).toBe(200);
     await waitUntil(() => h!.slack.ephemerals.find((e) => e.user === 'USTRANGER'), 20_000, 'the ephemeral refusal');
-    expect(await sandboxCounts(h)).toMatchObject({ runs: 0 });
+    expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 0 });
 
     // The owner's click launches exactly that run.
     await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
@@ -214,7 +199,7 @@ describe('the autonomous loop', () => {
       actionId: ACTION_IDS.approve,
       value: button.value,
     });
-    await waitUntil(async () => ((await sandboxCounts(h!)).runs === 1 ? true : undefined), 30_000, 'the approved run');
+    await waitUntil(async () => ((await sandboxCounts(h!.db.db)).runs === 1 ? true : undefined), 30_000, 'the approved run');
   }, 120_000);
 
   it('finishes after the bot is killed after each launch and restarted, with no extra launch and no duplicate message', async () => {
@@ -227,7 +212,7 @@ describe('the autonomous loop', () => {
     }
     await waitForVerdict(h, loop.threadTs, 90_000);
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect(await sandboxCounts(h)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
     expect(h.posts(loop.threadTs)).toHaveLength(4);
   }, 180_000);
 
@@ -236,7 +221,7 @@ describe('the autonomous loop', () => {
     h = h0;
     const mention = await h0.mention({ user: OWNER, text: '<@UBOT> Run benchmark 104 on Qwen2.5-0.5B-Instruct' });
     const posts = await h0.waitForPosts(mention.ts, 2, 60_000);
-    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, trainings: 0, datasets: 0 });
+    expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 1, trainings: 0, datasets: 0 });
     // The report of the finished run offers next steps instead of starting them.
     const report = posts[1]!;
     expect(report.text).toContain(`<@${OWNER}>`);
@@ -246,7 +231,7 @@ describe('the autonomous loop', () => {
     const train = buttons.find((b) => b.text.text.startsWith('Train on failures'));
     expect(train).toBeDefined();
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, trainings: 0 });
+    expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 1, trainings: 0 });
 
     await sendBlockAction(`${h0.url()}/slack/events`, h0.env.SLACK_SIGNING_SECRET!, {
       user: OWNER,
@@ -257,8 +242,8 @@ describe('the autonomous loop', () => {
       actionId: train!.action_id,
       value: train!.value,
     });
-    await waitUntil(async () => ((await sandboxCounts(h0)).trainings === 1 ? true : undefined), 30_000, 'the training the button asked for');
-    expect(await sandboxCounts(h0)).toMatchObject({ runs: 1, datasets: 1 });
+    await waitUntil(async () => ((await sandboxCounts(h0.db.db)).trainings === 1 ? true : undefined), 30_000, 'the training the button asked for');
+    expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 1, datasets: 1 });
   }, 120_000);
 
   it('asks which model when the name matches none, offering the closest as buttons', async () => {
@@ -268,7 +253,7 @@ describe('the autonomous loop', () => {
     const [post] = await h0.waitForPosts(mention.ts, 1, 30_000);
     expect(post!.text).toMatch(/No model matches/);
     expect(JSON.stringify(post!.blocks)).toContain('qwen/Qwen2.5-0.5B-Instruct');
-    expect(await sandboxCounts(h0)).toMatchObject({ runs: 0 });
+    expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 0 });
   }, 60_000);
 
   it('reports a failed run plainly and launches nothing after it', async () => {
@@ -279,7 +264,7 @@ describe('the autonomous loop', () => {
     expect(posts[1]!.text).toMatch(/: failed/);
     expect(posts[1]!.text).toMatch(/error: /);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(await sandboxCounts(h)).toEqual({ runs: 1, trainings: 0, datasets: 0 });
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 1, trainings: 0, datasets: 0 });
     const chat = await h.db.db.selectFrom('chats').select('plan').executeTakeFirstOrThrow();
     expect((chat.plan as { steps: Array<{ kind: string; status: string }> }).steps[0]).toMatchObject({ kind: 'baseline_run', status: 'failed' });
   }, 60_000);
@@ -291,6 +276,6 @@ describe('the autonomous loop', () => {
     const [post] = await h0.waitForPosts(mention.ts, 1, 30_000);
     expect(post!.text).toMatch(/Benchmark 999 does not exist/);
     expect(JSON.stringify(post!.blocks)).toContain('104: ');
-    expect(await sandboxCounts(h0)).toMatchObject({ runs: 0 });
+    expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 0 });
   }, 60_000);
 });
