@@ -2,4 +2,4 @@
 import { webhookStorm } from './faults.js';
 import { runChaos } from './lib.js';
 
-await runChaos((newDatabase) => webhookStorm({ loops: Number(process.env.CHAOS_LOOPS ?? 50), newDatabase }));
+await runChaos((newDatabase) => webhookStorm({ loops: Number(process.env.CHAOS_LOOPS ?? 50), platformDuplicate: 1, newDatabase }));
