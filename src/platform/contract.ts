@@ -182,6 +182,23 @@ export type Benchmark = z.output<typeof BenchmarkSchema>;
 export const BenchmarkListSchema = z.object({ items: z.array(BenchmarkSchema) });
 export type BenchmarkListWire = z.input<typeof BenchmarkListSchema>;
 
+/**
+ * Cross-field rule of runs and trainings: `completedKeys` must be set once completed, and a failed
+ * one must say why.
+ */
+function requiredByStatus<K extends string>(completedKeys: readonly K[]) {
+  return (value: { status: string; error_message: string | null } & Record<K, unknown>, ctx: z.RefinementCtx): void => {
+    if (value.status === 'completed') {
+      for (const key of completedKeys) {
+        if (value[key] === null) ctx.addIssue({ code: 'custom', path: [key], message: 'required when status is completed' });
+      }
+    }
+    if (value.status === 'failed' && value.error_message === null) {
+      ctx.addIssue({ code: 'custom', path: ['error_message'], message: 'required when status is failed' });
+    }
+  };
+}
+
 // ---------------------------------------------------------------- runs
 
 export const RunSchema = z
@@ -205,16 +222,7 @@ export const RunSchema = z
     web_url: webUrl,
     environment,
   })
-  .superRefine((r, ctx) => {
-    if (r.status === 'completed') {
-      for (const key of ['score', 'category_scores', 'charged_credits', 'finished_at'] as const) {
-        if (r[key] === null) ctx.addIssue({ code: 'custom', path: [key], message: 'required when status is completed' });
-      }
-    }
-    if (r.status === 'failed' && r.error_message === null) {
-      ctx.addIssue({ code: 'custom', path: ['error_message'], message: 'required when status is failed' });
-    }
-  })
+  .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at']))
   .transform((r) => ({
     id: r.id,
     benchmarkId: r.benchmark_id,
@@ -401,16 +409,7 @@ export const TrainingJobSchema = z
     web_url: webUrl,
     environment,
   })
-  .superRefine((t, ctx) => {
-    if (t.status === 'completed') {
-      for (const key of ['produced_model_id', 'price_charged_credits', 'finished_at'] as const) {
-        if (t[key] === null) ctx.addIssue({ code: 'custom', path: [key], message: 'required when status is completed' });
-      }
-    }
-    if (t.status === 'failed' && t.error_message === null) {
-      ctx.addIssue({ code: 'custom', path: ['error_message'], message: 'required when status is failed' });
-    }
-  })
+  .superRefine(requiredByStatus(['produced_model_id', 'price_charged_credits', 'finished_at']))
   .transform((t) => ({
     id: t.id,
     datasetId: t.dataset_id,

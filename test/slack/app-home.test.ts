@@ -14,6 +14,7 @@ import {
 } from '../../src/slack/blocks/app-home.js';
 import type { ActivityEntry, ActivityTotals } from '../../src/store/activity-queries.js';
 import { validateView } from '../fakes/block-kit-limits.js';
+import { parseCsv } from '../helpers/csv.js';
 
 type Block = { type: string; text?: { text: string }; fields?: { text: string }[]; elements?: Record<string, unknown>[] };
 
@@ -179,35 +180,6 @@ describe('formatting', () => {
   });
 });
 
-/** A small RFC 4180 reader, to check the writer round-trips. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-      i += 1;
-    } else field += c;
-  }
-  if (field !== '' || row.length > 0) rows.push([...row, field]);
-  return rows;
-}
 
 describe('buildActivityCsv', () => {
   it('writes a header and one RFC 4180 row per turn, quoting commas, quotes and line breaks', () => {

@@ -8,6 +8,7 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
 import { seedChat, seedTurn } from '../helpers/activity-seed.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { parseCsv } from '../helpers/csv.js';
 
 const TEAM = 'T0FAKE';
 const OTHER_TEAM = 'T0OTHER';
@@ -23,33 +24,6 @@ function publisher(getBalance?: () => Promise<BalanceReading>) {
 
 const homeText = (user: string) => JSON.stringify(slack.homeViews.get(user)?.blocks ?? null);
 
-/** RFC 4180 rows of a CSV text. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      rows.push([...row, field]);
-      row = [];
-      field = '';
-      i += 1;
-    } else field += c;
-  }
-  return rows;
-}
 
 beforeAll(async () => {
   handle = createDb(await createTestDatabase('home'), { max: 4 });
