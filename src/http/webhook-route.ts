@@ -3,12 +3,26 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { verifyWebhook, WebhookVerificationError } from '../platform/webhooks.js';
 import type { Db } from '../store/db.js';
-import { ingestPlatformEvent } from '../store/triggers.js';
+import { createGroupCommit } from '../store/group-commit.js';
+import { ingestPlatformEvents, type PlatformEventInput, type PlatformEventResult } from '../store/triggers.js';
 import { readBody, sendJson } from './server.js';
 
 const MAX_WEBHOOK_BYTES = 64 * 1024;
 
+/**
+ * Deliveries that arrive while earlier ones are being written share the next statement (group
+ * commit): under load one commit answers many deliveries, and ingest holds at most
+ * `INGEST_SLOTS` database connections, leaving the rest of the pool to the turns.
+ */
+const INGEST_BATCH = 64;
+const INGEST_SLOTS = 2;
+
 export function createWebhookRoute(options: { db: Db; logger: Logger; secret: string; eventRetryAttempts: number }) {
+  const ingest = createGroupCommit<PlatformEventInput, PlatformEventResult>({
+    maxBatch: INGEST_BATCH,
+    maxInFlight: INGEST_SLOTS,
+    flush: (events) => ingestPlatformEvents(options.db, events, { maxAttempts: options.eventRetryAttempts }),
+  });
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req, MAX_WEBHOOK_BYTES);
     if (body === undefined) return sendJson(res, 413, { error: 'body too large' });
@@ -24,11 +38,7 @@ export function createWebhookRoute(options: { db: Db; logger: Logger; secret: st
     }
     const log = options.logger.child({ webhookId: event.id, type: event.type, resourceId: event.data.id });
     const [kind, outcome] = event.type.split('.') as ['run' | 'training', 'completed' | 'failed'];
-    const outcomeOf = await ingestPlatformEvent(
-      options.db,
-      { webhookId: event.id, type: event.type, kind, resourceId: event.data.id, outcome },
-      { maxAttempts: options.eventRetryAttempts },
-    );
+    const outcomeOf = await ingest.submit({ webhookId: event.id, type: event.type, kind, resourceId: event.data.id, outcome });
     if (outcomeOf.outcome === 'unknown') log.warn('webhook for a resource no chat started; acknowledged and ignored');
     else log.info({ outcome: outcomeOf.outcome, triggerId: outcomeOf.triggerId, teamId: outcomeOf.teamId }, 'webhook accepted');
     sendJson(res, 200, { ok: true, outcome: outcomeOf.outcome });
