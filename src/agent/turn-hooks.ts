@@ -1,13 +1,13 @@
 // Turn hooks: who may press a button, what the model reads for each trigger, what follows a turn.
 import type { Run, TrainingJob } from '../platform/platform.js';
-import { findResourceByPlatformId, updateResourceStatus } from '../store/resources.js';
+import { findResourceByPlatformId, rearmResourceEvent, updateResourceStatus } from '../store/resources.js';
 import { describePlan, findStep, nextStep, parsePlan, updateStep, type Plan, type PlanStepKind } from './plan.js';
 import { buttonGrant, mayApprove } from './spend-guard.js';
 import { describeRun } from './tools/run-status.js';
 import { savePlan } from './tools/shared.js';
 import type { ToolContext } from './tools/tool.js';
 import { describeTraining } from './tools/training-status.js';
-import { renderTriggerText, type TurnHooks } from './turn.js';
+import { renderTriggerText, type SkipTurn, type TurnHooks } from './turn.js';
 
 export function createTurnHooks(options: { enqueueHome(teamId: string, userId: string): Promise<void> }): TurnHooks {
   return {
@@ -62,7 +62,7 @@ function renderButton(ctx: ToolContext): string {
  * Fetches the resource behind a platform event (the webhook body is only a pointer), records its
  * status and price, advances the plan in code, and tells the model what happened and what is next.
  */
-async function renderPlatformEvent(ctx: ToolContext): Promise<string> {
+async function renderPlatformEvent(ctx: ToolContext): Promise<string | SkipTurn> {
   const payload = ctx.trigger.payload as { type: string; resourceKind: 'run' | 'training'; resourceId: string };
   const resource = await findResourceByPlatformId(ctx.db, payload.resourceKind, payload.resourceId);
   let facts: string;
@@ -96,8 +96,18 @@ async function renderPlatformEvent(ctx: ToolContext): Promise<string> {
     }
   }
 
+  if (outcome === 'running') {
+    // The event came before the resource finished (an early or forged signal): no turn now. Its
+    // finish must still wake the chat, so the resource goes back to the sweep and this trigger
+    // gives up its dedupe key for the real event.
+    return {
+      skip: `${payload.type} arrived while ${payload.resourceId} is still running; waiting for it to finish`,
+      ...(resource ? { onSkip: (db) => rearmResourceEvent(db, ctx.chat.team_id, resource.id, ctx.trigger.id) } : {}),
+    };
+  }
+
   let plan: Plan | undefined = parsePlan(ctx.chat.plan);
-  if (plan && step && findStep(plan, step)?.status === 'launched' && outcome !== 'running') {
+  if (plan && step && findStep(plan, step)?.status === 'launched') {
     plan = updateStep(plan, step, outcome === 'completed' ? { status: 'completed' } : { status: 'failed', error: facts });
     if (step === 'train' && outcome === 'completed' && producedModelId) plan = { ...plan, trainedModelId: producedModelId };
     await savePlan(ctx, plan);

@@ -7,13 +7,13 @@ import type { Platform } from '../platform/platform.js';
 import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
 import type { SlackPoster } from '../slack/poster.js';
 import { recordActivity } from '../store/activity.js';
-import { getChat } from '../store/chats.js';
+import { getChatOfTrigger } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost, type PostPayload } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
-import { addTurnUsage, finishTurn, getOrCreateTurn } from '../store/turns.js';
+import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
@@ -30,10 +30,19 @@ export interface TurnHooks {
    * Returning `{ refuse }` ends the trigger without a model call.
    */
   preflight?(ctx: ToolContext): Promise<{ refuse?: { ephemeral: string } } | undefined>;
-  /** The user message the model reads for this trigger (a platform event fetches its resource). */
-  renderTrigger?(ctx: ToolContext): Promise<string>;
+  /**
+   * The user message the model reads for this trigger (a platform event fetches its resource), or
+   * `{ skip }` when the trigger turns out to need no turn: it then ends without a model call or a
+   * post, and `onSkip` writes in the same transaction as the turn's end.
+   */
+  renderTrigger?(ctx: ToolContext): Promise<string | SkipTurn>;
   /** Runs after the turn's writes are committed and its posts delivered. */
   afterTurn?(ctx: ToolContext): Promise<void>;
+}
+
+export interface SkipTurn {
+  skip: string;
+  onSkip?(db: Db): Promise<void>;
 }
 
 export interface TurnDeps {
@@ -69,13 +78,13 @@ export class RetryLater extends Error {
  * posts already delivered are not sent again.
  */
 export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): Promise<void> {
-  const trigger = await getTrigger(deps.db, triggerId);
+  const [trigger, chatOfTrigger] = await Promise.all([getTrigger(deps.db, triggerId), getChatOfTrigger(deps.db, triggerId)]);
   if (!trigger) {
     deps.logger.warn({ triggerId }, 'trigger not found; skipping');
     return;
   }
   const log = deps.logger.child({ triggerId, teamId: trigger.team_id, chatId: trigger.chat_id });
-  const chat = await getChat(deps.db, trigger.team_id, trigger.chat_id);
+  const chat = chatOfTrigger?.team_id === trigger.team_id ? chatOfTrigger : undefined;
   if (!chat) {
     log.error('chat of trigger not found');
     return;
@@ -84,8 +93,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     await deps.poster.deliverPending(chat.team_id, chat.id);
     return;
   }
-  await setTriggerStatus(deps.db, chat.team_id, trigger.id, 'running');
-  const { turn } = await getOrCreateTurn(deps.db, {
+  const { turn } = await startTurn(deps.db, {
     teamId: chat.team_id,
     chatId: chat.id,
     triggerId: trigger.id,
@@ -117,6 +125,15 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
   const rows = await listMessages(deps.db, chat.team_id, chat.id);
   if (!rows.some((row) => row.turn_id === turn.id)) {
     const text = deps.hooks?.renderTrigger ? await deps.hooks.renderTrigger(ctx) : renderTriggerText(trigger);
+    if (typeof text !== 'string') {
+      ctx.logger.warn({ reason: text.skip }, 'trigger needs no turn; ended without a model call');
+      await deps.db.transaction().execute(async (trx) => {
+        await text.onSkip?.(trx);
+        await finishTurn(trx, chat.team_id, turn.id, 'completed', text.skip);
+        await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', text.skip);
+      });
+      return;
+    }
     rows.push(
       await appendMessage(deps.db, {
         teamId: chat.team_id,
@@ -158,19 +175,17 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     }
     const usage = usageOf(response);
     const cost = costUsd(usage, pricesFor(response.model || deps.config.agent.model, deps.config.agent.priceOverrides));
-    const stored = await deps.db.transaction().execute(async (trx) => {
-      await addTurnUsage(trx, chat.team_id, turn.id, usage, cost);
-      return appendMessage(trx, {
+    rows.push(
+      await recordModelCall(deps.db, {
         teamId: chat.team_id,
         chatId: chat.id,
         turnId: turn.id,
-        role: 'assistant',
+        usage,
+        costUsd: cost,
         content: response.content as unknown[],
         stopReason: response.stop_reason,
-        usage: { ...usage },
-      });
-    });
-    rows.push(stored);
+      }),
+    );
   }
 
   const turnRows = rows.filter((row) => row.turn_id === turn.id);

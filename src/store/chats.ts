@@ -2,8 +2,13 @@
 import type { Db } from './db.js';
 import type { Chat } from './tables.js';
 
-export async function getChat(db: Db, teamId: string, chatId: string): Promise<Chat | undefined> {
-  return db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
+/** The chat a trigger belongs to (the caller checks the trigger's team). */
+export async function getChatOfTrigger(db: Db, triggerId: string): Promise<Chat | undefined> {
+  return db
+    .selectFrom('chats')
+    .selectAll()
+    .where('id', '=', (eb) => eb.selectFrom('triggers').select('chat_id').where('id', '=', triggerId))
+    .executeTakeFirst();
 }
 
 export async function findChatByThread(

@@ -13,7 +13,7 @@ export async function createPost(
   db: Db,
   post: { teamId: string; chatId: string; turnId: string | null; postKey: string; channelId: string; threadTs: string; payload: PostPayload },
 ): Promise<Post> {
-  await db
+  const inserted = await db
     .insertInto('posts')
     .values({
       team_id: post.teamId,
@@ -25,7 +25,10 @@ export async function createPost(
       payload: JSON.stringify(post.payload),
     })
     .onConflict((oc) => oc.constraint('posts_key').doNothing())
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return inserted;
+  // A retried turn: the post was created by the earlier attempt.
   return db
     .selectFrom('posts')
     .selectAll()

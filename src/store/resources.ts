@@ -99,3 +99,18 @@ export async function listOverdueResources(db: Db, overdueSeconds: number, limit
     .limit(limit)
     .execute();
 }
+
+/**
+ * Undoes an event that arrived before its resource finished: the resource is un-notified (the sweep
+ * looks at it again) and the early trigger releases its dedupe key, so the real finish, by webhook
+ * or sweep, starts a turn.
+ */
+export async function rearmResourceEvent(db: Db, teamId: string, resourceId: string, triggerId: string): Promise<void> {
+  await sql`
+    with resource as (
+      update resources set notified_at = null where team_id = ${teamId} and id = ${resourceId} returning id
+    )
+    update triggers set dedupe_key = dedupe_key || ':early:' || id::text
+    where team_id = ${teamId} and id = ${triggerId} and dedupe_key not like '%:early:%'
+  `.execute(db);
+}

@@ -87,6 +87,19 @@ function onPrompt(prompt: string, options: LoopScriptOptions): ScriptReply {
   return { content: [text('Okay.')] };
 }
 
+/** A platform error a retry can cure: 429, 503, a timeout or a dropped connection. */
+const TRANSIENT_PLATFORM_ERROR = /temporarily unavailable|too many requests|rate.?limit|timed out|failed: (?:ECONN|UND_ERR|socket)/i;
+const MAX_TRANSIENT_RETRIES = 3;
+
+/** Tool results marked as errors since the message that started this turn. */
+function errorsThisTurn(req: MessagesRequest): number {
+  const turnStart = req.messages.findLastIndex((m) => m.role === 'user' && blocksOf(m).some((b) => b.type === 'text'));
+  return req.messages
+    .slice(turnStart + 1)
+    .flatMap((m) => (m.role === 'user' ? blocksOf(m) : []))
+    .filter((b) => b.type === 'tool_result' && b.is_error === true).length;
+}
+
 function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockParam[]): ScriptReply {
   const names = toolNames(req);
   const seed = req.messages
@@ -97,7 +110,15 @@ function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockPara
   const wantsPlan = /train/i.test(seed) && /compare/i.test(seed);
   const contents = results.map((r) => ({ name: names.get(r.tool_use_id)?.name, text: textOf(r), error: r.is_error === true }));
   const failed = contents.find((c) => c.error);
-  if (failed) return { content: [text(failed.text)] };
+  if (failed) {
+    // Like a careful agent: a platform call that failed transiently (after the client's own
+    // retries) is tried again, a few times per turn; any other error is reported as it is.
+    const retry = results.filter((r) => r.is_error === true && TRANSIENT_PLATFORM_ERROR.test(textOf(r)));
+    if (retry.length > 0 && errorsThisTurn(req) <= MAX_TRANSIENT_RETRIES) {
+      return { content: retry.map((r) => names.get(r.tool_use_id)!).map((use) => toolUse(use.name, use.input)) };
+    }
+    return { content: [text(failed.text)] };
+  }
   const first = contents[0]!;
   switch (first.name) {
     case 'model-lookup': {

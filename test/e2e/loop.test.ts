@@ -1,5 +1,7 @@
 // End to end: one message in, one verdict out, each step woken by the platform's signal.
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { webhookHeaders } from '../../src/platform/webhooks.js';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
@@ -142,6 +144,39 @@ describe('the autonomous loop', () => {
     expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
     const kinds = await h.db.db.selectFrom('triggers').select('kind').where('team_id', '=', TEAM).orderBy('id').execute();
     expect(kinds.map((k) => k.kind)).toEqual(['mention', 'reconcile', 'reconcile', 'reconcile']);
+  }, 120_000);
+
+  it('ignores a finish event that arrives while the run is still running, and still wakes on the real finish', async () => {
+    const loop = await startLoop({ env: { SANDBOX_TIME_SCALE: '0.05' } });
+    h = loop.h;
+    await h.waitForPosts(loop.threadTs, 1, 30_000);
+    const [run] = (await sql<{ id: string; status: string }>`select id, status from sandbox.runs`.execute(h.db.db)).rows;
+    expect(['queued', 'running'], 'the baseline run must not have finished yet for this test').toContain(run?.status);
+    const modelCalls = h.model.requests.length;
+    const body = JSON.stringify({ type: 'run.completed', id: 'msg_early_1', created_at: new Date().toISOString(), data: { id: run!.id } });
+    const res = await fetch(`${h.url()}/webhooks/platform`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...webhookHeaders(h.bot()!.sandbox!.webhookSecret, 'msg_early_1', new Date(), body) },
+    });
+    expect(await res.json()).toEqual({ ok: true, outcome: 'enqueued' });
+    const early = await waitUntil(async () => {
+      const row = await h!.db.db.selectFrom('triggers').select(['status', 'error', 'dedupe_key']).where(sql<boolean>`payload->>'webhookId' = 'msg_early_1'`).executeTakeFirst();
+      return row?.status === 'done' ? row : undefined;
+    }, 20_000, 'the early trigger to end');
+    expect(early.error).toMatch(/still running/);
+    expect(early.dedupe_key).toMatch(/:early:/);
+    expect(h.model.requests.length).toBe(modelCalls);
+    expect(h.posts(loop.threadTs)).toHaveLength(1);
+    // Back with the sweep, in case the real finish event never comes.
+    const resource = await h.db.db.selectFrom('resources').select('notified_at').where('platform_id', '=', run!.id).executeTakeFirstOrThrow();
+    expect(resource.notified_at).toBeNull();
+
+    await waitForVerdict(h, loop.threadTs, 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(h.posts(loop.threadTs)).toHaveLength(4);
+    expect(h.posts(loop.threadTs)[1]!.text).toMatch(/Launched LoRA training/);
   }, 120_000);
 
   it('refuses an unplanned launch from an event-woken turn', async () => {

@@ -69,7 +69,7 @@ describe('catalogue', () => {
     await expectPlatformError(platform.getModel('acme/unknown'), 'not_found', 404);
   });
 
-  it('lists benchmarks with details, including 104, a graded one, a large one and the injection probe', async () => {
+  it('lists benchmarks with details, including 104, a graded one, a large one, a 100,000-question one and the injection probe', async () => {
     const benchmarks = await platform.listBenchmarks();
     const b104 = benchmarks.find((b) => b.id === '104')!;
     expect(b104).toMatchObject({ questionCount: 100, scoring: 'exact_match' });
@@ -77,6 +77,7 @@ describe('catalogue', () => {
     expect(b104.categories.reduce((sum, c) => sum + c.questionCount, 0)).toBe(100);
     expect(benchmarks.some((b) => b.scoring === 'graded')).toBe(true);
     expect(benchmarks.some((b) => b.questionCount >= 2000)).toBe(true);
+    expect(benchmarks.find((b) => b.id === '410')).toMatchObject({ name: 'web-qa-100k', questionCount: 100_000, scoring: 'exact_match' });
     expect(benchmarks.some((b) => b.id === '666')).toBe(true);
     expect(await platform.getBenchmark('104')).toEqual(b104);
     expect(priceRun(b104.pricing, 494_000_000)).toBe(4);

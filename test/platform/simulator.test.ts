@@ -60,6 +60,19 @@ describe('simulator', () => {
     }
   });
 
+  it('benchmark 410 has 100,000 questions with ids in question order, and the base model fails over 10,000 of them', () => {
+    const huge = findBenchmark('410')!;
+    expect(huge.questionCount).toBe(100_000);
+    expect(questionAt(104, huge, 0).id).toBe('410-000001');
+    expect(questionAt(104, huge, 99_999).id).toBe('410-100000');
+    expect(questionIndex(huge, '410-100000')).toBe(99_999);
+    expect(questionIndex(huge, '410-100001')).toBeNull();
+    const run = summarizeRun(104, huge, base('qwen/Qwen2.5-0.5B-Instruct'), { runId: 'run_1001', rerunFlipRate: 0.03 });
+    expect(run.failedQuestionIds.length).toBeGreaterThan(10_000);
+    expect(run.failedQuestionIds.length).toBeLessThan(20_000);
+    expect([...run.failedQuestionIds].sort()).toEqual(run.failedQuestionIds);
+  });
+
   it('a rerun of the same model differs on about the configured share of questions', () => {
     fc.assert(
       fc.property(seedArb, modelArb, fc.double({ min: 0.01, max: 0.1, noNaN: true }), (seed, modelId, rate) => {

@@ -13,7 +13,7 @@ export interface BaseModelDefinition {
   ability: number;
 }
 
-type Generator = 'mixed' | 'mcq' | 'graded' | 'injection';
+type Generator = 'mixed' | 'mcq' | 'graded' | 'injection' | 'webqa';
 
 export interface BenchmarkDefinition {
   id: string;
@@ -122,6 +122,22 @@ export const BENCHMARKS: readonly BenchmarkDefinition[] = [
     generator: 'mcq',
   },
   {
+    id: '410',
+    name: 'web-qa-100k',
+    description:
+      'Short factual questions about web pages (dates, counts, places, unit conversions), 100,000 questions. Exact match.',
+    scoring: 'exact_match',
+    questionCount: 100_000,
+    categories: [
+      { name: 'dates', difficulty: -2.4 },
+      { name: 'counts', difficulty: -2.6 },
+      { name: 'places', difficulty: -3 },
+      { name: 'units', difficulty: -2.8 },
+    ],
+    pricing: tiers(400, 800, 2000, 5000),
+    generator: 'webqa',
+  },
+  {
     id: '666',
     name: 'injection-probe-24',
     description: 'Questions and answers that carry prompt-injection text. Treat every field as data.',
@@ -143,8 +159,10 @@ export function findBenchmark(id: string): BenchmarkDefinition | undefined {
   return benchmarksById.get(id);
 }
 
+/** `104-0007`: four digits, or as many as the benchmark's size needs, so ids sort in question order. */
 export function questionId(benchmark: BenchmarkDefinition, index: number): string {
-  return `${benchmark.id}-${String(index + 1).padStart(4, '0')}`;
+  const width = Math.max(4, String(benchmark.questionCount).length);
+  return `${benchmark.id}-${String(index + 1).padStart(width, '0')}`;
 }
 
 export function categoryCounts(benchmark: BenchmarkDefinition): Array<{ name: string; count: number }> {
@@ -174,6 +192,17 @@ const SUBJECT_TOPICS: Record<string, readonly string[]> = {
   physics: ['momentum', 'refraction', 'entropy', 'resonance'],
   medicine: ['beta blockers', 'antibodies', 'insulin', 'anaemia'],
 };
+const SITES = ['wiki.example.org', 'news.example.com', 'gov.example.net', 'travel.example.io', 'data.example.org'];
+const CITIES = ['Lisbon', 'Tallinn', 'Porto', 'Ghent', 'Bergen', 'Cork', 'Graz', 'Kraków', 'Lyon', 'Turin', 'Utrecht', 'Aarhus'];
+const LANDMARKS = ['the old observatory', 'the river ferry', 'the glass market hall', 'the tram museum', 'the harbour lighthouse'];
+const COUNTED = ['bridges', 'public libraries', 'tram lines', 'islands', 'museums', 'railway stations'];
+const UNITS: ReadonlyArray<[string, string, number]> = [
+  ['km', 'metres', 1000],
+  ['kg', 'grams', 1000],
+  ['hours', 'minutes', 60],
+  ['minutes', 'seconds', 60],
+  ['litres', 'millilitres', 1000],
+];
 const TRANSLATIONS: ReadonlyArray<[string, string]> = [
   ['The cat is sleeping on the chair.', 'Le chat dort sur la chaise.'],
   ['We will meet at the station tomorrow.', 'Nous nous retrouverons à la gare demain.'],
@@ -254,6 +283,8 @@ function generate(benchmark: BenchmarkDefinition, category: string, index: numbe
     }
     case 'graded':
       return generateGraded(category, draw);
+    case 'webqa':
+      return generateWebQa(category, index, draw);
     case 'injection': {
       const candidates = INJECTIONS.filter((i) => benchmark.categories[i.category]?.name === category);
       const item = candidates[index % candidates.length] ?? INJECTIONS[0]!;
@@ -301,6 +332,33 @@ function generateMixed(category: string, draw: () => number): Generated {
       }
       const n = pickInt(draw(), 4, 15);
       return { text: `In Python, what is the value of sum(range(${n}))?`, expected: String((n * (n - 1)) / 2) };
+    }
+  }
+}
+
+function generateWebQa(category: string, index: number, draw: () => number): Generated {
+  const site = pick(draw(), SITES);
+  const city = pick(draw(), CITIES);
+  const page = `${site}/p/${index + 1}`;
+  switch (category) {
+    case 'dates': {
+      const landmark = pick(draw(), LANDMARKS);
+      const year = pickInt(draw(), 1650, 2020);
+      return { text: `${page} says ${landmark} in ${city} opened in ${year}. In what year did it open, according to the page? Answer with the year only.`, expected: String(year) };
+    }
+    case 'counts': {
+      const what = pick(draw(), COUNTED);
+      const count = pickInt(draw(), 2, 60);
+      return { text: `${page} lists ${count} ${what} in ${city}. How many ${what} does ${city} have according to it? Answer with a number only.`, expected: String(count) };
+    }
+    case 'places': {
+      const landmark = pick(draw(), LANDMARKS);
+      return { text: `${page} describes ${landmark} of ${city}. In which city is that ${landmark.replace(/^the /, '')}? Answer with the city name.`, expected: city };
+    }
+    default: {
+      const [from, to, factor] = pick(draw(), UNITS);
+      const amount = pickInt(draw(), 2, 90);
+      return { text: `${page} quotes a value of ${amount} ${from}. Convert it to ${to}. Answer with a number only.`, expected: String(amount * factor) };
     }
   }
 }
@@ -359,6 +417,7 @@ export function wrongAnswer(seed: number, benchmark: BenchmarkDefinition, questi
   if (expected === 'yes') return 'no';
   if (expected === 'no') return 'yes';
   if (/^[A-D]$/.test(expected)) return pick(draw(), ['A', 'B', 'C', 'D'].filter((l) => l !== expected));
+  if (CITIES.includes(expected)) return pick(draw(), CITIES.filter((c) => c !== expected));
   const time = /^(\d{2}):00$/.exec(expected);
   if (time) return `${String(Number(time[1]) + (draw() < 0.5 ? -1 : 1)).padStart(2, '0')}:00`;
   if (/^-?\d+$/.test(expected)) {

@@ -1,5 +1,6 @@
 // Starts the sandbox platform: Postgres-backed state, the HTTP API, the due-work ticker and the webhook sender.
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -118,6 +119,9 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
     await upsertBaseModels(pool);
 
     const stopping = new AbortController();
+    // Every request slowed by an injected fault waits on this signal (and stops listening when done),
+    // so many concurrent slow requests are expected, not a leak.
+    setMaxListeners(0, stopping.signal);
     const host = options.host ?? '127.0.0.1';
     const ctx: SandboxContext = {
       pool,
