@@ -1,7 +1,7 @@
 // Shared bench helpers: own embedded Postgres, bot child process with IPC, fakes' env, load, statistics.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +50,8 @@ export const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(di
 export interface BenchPostgres {
   server: EmbeddedDatabase;
   dir: string;
+  /** CPU milliseconds used so far by the Postgres server: postmaster, live backends and reaped ones. */
+  cpuMs(): Promise<number>;
   /** A fresh empty database, by URL. */
   createDatabase(prefix: string): Promise<string>;
   stop(): Promise<void>;
@@ -63,6 +65,16 @@ export async function startPostgres(): Promise<BenchPostgres> {
   return {
     server,
     dir,
+    cpuMs: async () => {
+      const pid = Number((await readFile(path.join(dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      let total = await processCpuMs(pid, true);
+      for (const entry of await readdir('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+        if (stat && Number(statFields(stat)[1]) === pid) total += await processCpuMs(Number(entry));
+      }
+      return total;
+    },
     createDatabase: async (prefix) => {
       const name = `${prefix}_${randomBytes(4).toString('hex')}`;
       const client = new pg.Client(server.url);
@@ -117,6 +129,23 @@ export interface BotProcess {
   peakRssMb(): Promise<number>;
   stop(): Promise<void>;
 }
+
+/** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...]; utime is index 11. */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** CPU milliseconds (user + system) of a process; with `children`, also of its reaped children. */
+export async function processCpuMs(pid: number, children = false): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  if (!stat) return 0;
+  const f = statFields(stat).map(Number);
+  const ticks = f[11]! + f[12]! + (children ? f[13]! + f[14]! : 0);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/** Kernel clock ticks per second (USER_HZ), 100 on Linux. */
+const CLOCK_TICKS = 100;
 
 /** Runs bench/bot-process.ts (startBot in a child process; or `script`); logs go to `logFile`. */
 export async function spawnBot(env: Record<string, string>, options: { logFile?: string; pollIntervalMs?: number; nodeArgs?: string[]; script?: string } = {}): Promise<BotProcess> {

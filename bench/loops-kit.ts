@@ -7,7 +7,7 @@ import { startFakeSlack, type FakeSlack } from '../test/fakes/fake-slack.js';
 import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
 import { appMention } from '../test/fakes/slack-requests.js';
 import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
-import { botEnv, channelFor, keepAliveAgent, post, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
 
 export interface LoopsRun {
   postgres: BenchPostgres;
@@ -23,6 +23,8 @@ export interface LoopsRun {
   finished: number;
   /** Peak RSS of the bot process, sampled until the end, in MB. */
   peakRssMb: number;
+  /** CPU milliseconds spent from the first mention to the last verdict, per process group. */
+  cpuMs: { bot: number; postgres: number; bench: number };
   stop(): Promise<void>;
 }
 
@@ -43,6 +45,8 @@ export async function runLoops(n: number, options: { env?: Record<string, string
   const bot = await spawnBot(env, process.env.BENCH_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] } : {});
   const agent = keepAliveAgent(64);
   const threads: string[] = [];
+  const cpuAt = async () => ({ bot: await processCpuMs(bot.pid), postgres: await postgres.cpuMs(), bench: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
+  const cpuBefore = await cpuAt();
   const started = performance.now();
   // Mentions go out at most 64 at a time, as fast as the bot acknowledges them.
   let next = 0;
@@ -71,6 +75,8 @@ export async function runLoops(n: number, options: { env?: Record<string, string
     if (open.size > 0) await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const wallMs = performance.now() - started;
+  const cpuAfter = await cpuAt();
+  const cpuMs = { bot: cpuAfter.bot - cpuBefore.bot, postgres: cpuAfter.postgres - cpuBefore.postgres, bench: cpuAfter.bench - cpuBefore.bench };
   peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
   return {
     postgres,
@@ -82,6 +88,7 @@ export async function runLoops(n: number, options: { env?: Record<string, string
     wallMs,
     finished: n - open.size,
     peakRssMb,
+    cpuMs,
     stop: async () => {
       await bot.stop();
       await slack.stop();

@@ -38,6 +38,14 @@ export async function main(): Promise<void> {
     report('peak RSS of the bot process (VmHWM)', `${fmt(run.peakRssMb, 0)} MB (target < 500 MB: ${run.peakRssMb < 500 ? 'met' : 'MISSED'})`);
     report('turns completed / per second', `${turns} / ${fmt(turns / seconds, 1)} per s (first start to last finish)`);
     report('queue wait trigger -> turn start: p50 / p99 / max', `${fmt(quantile(w, 0.5), 0)} / ${fmt(quantile(w, 0.99), 0)} / ${fmt(Math.max(...w), 0)} ms; ${over} of ${w.length} over 1 s (target 0: ${over === 0 ? 'met' : 'MISSED'})`);
+    const [stats] = await query<{ commits: string }>(run.databaseUrl, `select xact_commit + xact_rollback as commits from pg_stat_database where datname = current_database()`);
+    const cpu = run.cpuMs;
+    const perTurn = (ms: number) => fmt(ms / Math.max(1, turns), 1);
+    report(
+      'CPU per turn: bot (+ in-process sandbox) / Postgres / fakes and load',
+      `${perTurn(cpu.bot)} / ${perTurn(cpu.postgres)} / ${perTurn(cpu.bench)} ms; ${fmt((cpu.bot + cpu.postgres + cpu.bench) / run.wallMs, 2)} cores busy on average`,
+    );
+    report('Postgres transactions per turn (all of the run, sandbox included)', fmt(Number(stats!.commits) / Math.max(1, turns), 0));
     report('Slack limit violations (fake Slack)', `${run.slack.violations.length}`);
   } finally {
     await run.stop();

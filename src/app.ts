@@ -23,6 +23,9 @@ import { createSlackClients, SlackPoster } from './slack/poster.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
 
+/** A Home tab refreshed because a turn ended waits this long, so a burst of turns publishes it once. */
+const HOME_REFRESH_MS = 2000;
+
 export interface Bot {
   url: string;
   config: Config;
@@ -98,14 +101,20 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     const enqueueHome = async (
       teamId: string,
       userId: string,
-      homeOptions: { scope?: string; page?: number; csv?: boolean } = {},
+      homeOptions: { scope?: string; page?: number; csv?: boolean; refresh?: boolean } = {},
     ) => {
       const utils = workerHandle?.utils;
       if (!utils) return;
+      const { refresh, ...view } = homeOptions;
       await utils.addJob(
         PUBLISH_HOME_TASK,
-        { teamId, userId, ...homeOptions },
-        homeOptions.csv ? { maxAttempts: 3 } : { jobKey: `home:${teamId}:${userId}`, maxAttempts: 3 },
+        { teamId, userId, ...view },
+        view.csv
+          ? { maxAttempts: 3 }
+          : refresh
+            ? // After a turn: at most one publish per user per HOME_REFRESH_MS, however many turns end.
+              { jobKey: `home:${teamId}:${userId}`, jobKeyMode: 'preserve_run_at', runAt: new Date(Date.now() + HOME_REFRESH_MS), maxAttempts: 3 }
+            : { jobKey: `home:${teamId}:${userId}`, maxAttempts: 3 },
       );
     };
 

@@ -9,7 +9,7 @@ import type { ToolContext } from './tools/tool.js';
 import { describeTraining } from './tools/training-status.js';
 import { renderTriggerText, type SkipTurn, type TurnHooks } from './turn.js';
 
-export function createTurnHooks(options: { enqueueHome(teamId: string, userId: string): Promise<void> }): TurnHooks {
+export function createTurnHooks(options: { enqueueHome(teamId: string, userId: string, view: { refresh: true }): Promise<void> }): TurnHooks {
   return {
     preflight: async (ctx) => {
       if (ctx.trigger.kind !== 'button' && ctx.trigger.kind !== 'retry') return undefined;
@@ -32,7 +32,7 @@ export function createTurnHooks(options: { enqueueHome(teamId: string, userId: s
       }
     },
     afterTurn: async (ctx) => {
-      await options.enqueueHome(ctx.chat.team_id, ctx.chat.owner_user_id);
+      await options.enqueueHome(ctx.chat.team_id, ctx.chat.owner_user_id, { refresh: true });
     },
   };
 }
