@@ -16,7 +16,7 @@ import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.
 import { createLogger } from './logger.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
-import { startSandbox, type SandboxHandle } from './platform/sandbox/sandbox.js';
+import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
 import { createSlackApp } from './slack/app.js';
 import { createHomePublisher } from './slack/home.js';
 import { createSlackClients, SlackPoster } from './slack/poster.js';
@@ -46,7 +46,7 @@ export interface BotOptions {
   /** Replaces the Messages API client (benchmarks only; tests use ANTHROPIC_BASE_URL). */
   model?: ModelClient;
   /** Extra settings for the in-process sandbox platform. */
-  sandbox?: { faults?: Record<string, number>; seed?: number; startingBalance?: number };
+  sandbox?: { faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
 }
 
 export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {

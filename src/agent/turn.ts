@@ -3,6 +3,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
 import type { Config } from '../config.js';
+import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
 import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
 import type { SlackPoster } from '../slack/poster.js';
@@ -152,7 +153,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
         (b): b is Anthropic.Messages.ToolUseBlockParam => b.type === 'tool_use',
       );
       if (toolUses.length === 0 || last.stop_reason !== 'tool_use') break;
-      rows.push(await runTools(deps, ctx, toolUses));
+      rows.push(await runTools(deps, ctx, toolUses, job));
       continue;
     }
     if (calls >= MAX_MODEL_CALLS_PER_TURN) {
@@ -236,11 +237,12 @@ async function runTools(
   deps: TurnDeps,
   ctx: ToolContext,
   toolUses: Anthropic.Messages.ToolUseBlockParam[],
+  job: JobInfo,
 ): Promise<StoredMessage> {
   const results: Block[] = [];
   const attachments: unknown[] = [];
   for (const use of toolUses) {
-    const result = await runTool(deps, ctx, use);
+    const result = await runTool(deps, ctx, use, job);
     results.push({
       type: 'tool_result',
       tool_use_id: use.id,
@@ -259,7 +261,7 @@ async function runTools(
   });
 }
 
-async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages.ToolUseBlockParam): Promise<ToolResult> {
+async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages.ToolUseBlockParam, job: JobInfo): Promise<ToolResult> {
   const tool = deps.tools.find((t) => t.name === use.name);
   if (!tool) return { content: `Unknown tool "${use.name}".`, isError: true };
   const parsed = (tool.input as unknown as ZodType).safeParse(use.input);
@@ -273,12 +275,23 @@ async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages
     ctx.logger.info({ tool: use.name, ms: Date.now() - started, isError: result.isError ?? false }, 'tool ran');
     return result;
   } catch (error) {
+    // A platform outage during a turn nobody is waiting on: retry the whole turn later (it resumes at
+    // this tool call; launches carry idempotency keys) rather than let the model give up on the plan.
+    if (isPlatformError(error) && error.retryable && isAutomatic(ctx.trigger) && job.attempts < job.maxAttempts) {
+      ctx.logger.warn({ tool: use.name, code: error.code, attempt: job.attempts }, 'platform unavailable; the turn will be retried');
+      throw new RetryLater(`platform unavailable: ${error.message}`);
+    }
     if (error instanceof ToolError || isCodedError(error)) {
       ctx.logger.info({ tool: use.name, code: (error as { code: string }).code }, 'tool returned an error');
       return { content: `${(error as Error).message}`, isError: true };
     }
     throw error;
   }
+}
+
+/** Turns woken by the platform or the sweep: no person is waiting, so the job engine may retry them. */
+function isAutomatic(trigger: Trigger): boolean {
+  return trigger.kind === 'platform_event' || trigger.kind === 'reconcile';
 }
 
 function isCodedError(error: unknown): boolean {
@@ -288,8 +301,7 @@ function isCodedError(error: unknown): boolean {
 async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unknown, job: JobInfo): Promise<void> {
   const failure = describeModelFailure(error);
   if (!failure) throw error;
-  const automatic = ctx.trigger.kind === 'platform_event' || ctx.trigger.kind === 'reconcile';
-  if (failure.transient && automatic && job.attempts < job.maxAttempts) {
+  if (failure.transient && isAutomatic(ctx.trigger) && job.attempts < job.maxAttempts) {
     ctx.logger.warn({ reason: failure.reason, attempt: job.attempts }, 'model unavailable; the turn will be retried');
     throw new RetryLater(failure.reason);
   }

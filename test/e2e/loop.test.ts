@@ -1,6 +1,7 @@
 // End to end: one message in, one verdict out, each step woken by the platform's signal.
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SandboxFaults } from '../../src/platform/sandbox/sandbox.js';
 import { webhookHeaders } from '../../src/platform/webhooks.js';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
@@ -14,7 +15,7 @@ const OWNER = 'UOWNER';
 
 
 
-async function startLoop(options: { env?: Record<string, string>; script?: LoopScriptOptions; mode?: 'inprocess' | 'process'; faults?: Record<string, number>; startingBalance?: number } = {}) {
+async function startLoop(options: { env?: Record<string, string>; script?: LoopScriptOptions; mode?: 'inprocess' | 'process'; faults?: Partial<SandboxFaults>; startingBalance?: number } = {}) {
   const h = await startHarness({
     script: loopScript(options.script),
     env: options.env ?? {},
@@ -177,6 +178,25 @@ describe('the autonomous loop', () => {
     expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
     expect(h.posts(loop.threadTs)).toHaveLength(4);
     expect(h.posts(loop.threadTs)[1]!.text).toMatch(/Launched LoRA training/);
+  }, 120_000);
+
+  it('retries an event-woken turn when the platform is down at a launch, without the model seeing the outage', async () => {
+    const loop = await startLoop({ faults: { apiErrorRate: 1, apiErrorOnly: 'POST /api/v1/datasets' } });
+    h = loop.h;
+    const retried = await waitUntil(
+      async () => ((await h!.logs()).includes('platform unavailable; the turn will be retried') ? true : undefined),
+      60_000,
+      'a turn retried for the platform outage',
+    );
+    expect(retried).toBe(true);
+    expect(h.posts(loop.threadTs)).toHaveLength(1);
+    h.bot()!.sandbox!.setFaults({});
+    await waitForVerdict(h, loop.threadTs, 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    expect(h.posts(loop.threadTs)).toHaveLength(4);
+    const sawOutage = h.model.requests.some((r) => JSON.stringify(r.body.messages).includes('sandbox-injected'));
+    expect(sawOutage).toBe(false);
   }, 120_000);
 
   it('refuses an unplanned launch from an event-woken turn', async () => {

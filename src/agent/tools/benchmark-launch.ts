@@ -5,7 +5,7 @@ import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
-import { recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, recordLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkLaunch = defineTool({
@@ -42,9 +42,9 @@ export const benchmarkLaunch = defineTool({
       details: { benchmarkId, modelId },
       stepChange: { status: 'launched', runId: run.id },
     });
-    const after = await ctx.platform.getBalance();
+    const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. Balance ${after.balanceCredits} credits (${after.availableCredits} available after reserving work in flight)${sandboxNote(ctx)}.${decision.planStep ? ` This is plan step ${decision.planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${decision.planStep ? ` This is plan step ${decision.planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
     };
   },
 });

@@ -96,3 +96,17 @@ export function pct(rate: number | null | undefined): string {
 export function sandboxNote(ctx: ToolContext): string {
   return ctx.sandbox ? ' (sandbox platform: simulated, no real GPU)' : '';
 }
+
+/**
+ * The balance line after a launch. Best effort: the launch already happened, so a failed read must
+ * not turn it into an error the model would report (or retry).
+ */
+export async function balanceAfterLaunch(ctx: ToolContext): Promise<string> {
+  try {
+    const after = await ctx.platform.getBalance();
+    return `Balance ${after.balanceCredits} credits (${after.availableCredits} available after reserving work in flight)`;
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'balance read after a launch failed');
+    return 'The balance could not be read just now (the launch itself succeeded)';
+  }
+}

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, recordLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const trainingLaunch = defineTool({
@@ -44,9 +44,9 @@ export const trainingLaunch = defineTool({
       details: { datasetId: job.datasetId, baseModelId: job.baseModelId, trained: dataset.trainedQuestionIds.length, heldOut: dataset.heldOutQuestionIds.length, augmentation: dataset.augmentation },
       stepChange: { status: 'launched', trainingId: job.id, datasetId: job.datasetId },
     });
-    const after = await ctx.platform.getBalance();
+    const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. Balance ${after.balanceCredits} credits (${after.availableCredits} available)${sandboxNote(ctx)}.`,
+      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx)}.`,
     };
   },
 });

@@ -320,7 +320,8 @@ export function createApiHandler(ctx: SandboxContext, token: string, stopping: A
     const faults = ctx.faults;
     if (faults.apiSlowRate > 0 && ctx.random() < faults.apiSlowRate) await sleep(faults.apiSlowMs, stopping);
     if (stopping.aborted) throw new SandboxApiError(503, 'unavailable', 'the sandbox is shutting down');
-    if (faults.apiErrorRate > 0 && ctx.random() < faults.apiErrorRate) {
+    const targeted = faults.apiErrorOnly === null || `${request.method} ${url.pathname}`.startsWith(faults.apiErrorOnly);
+    if (faults.apiErrorRate > 0 && targeted && ctx.random() < faults.apiErrorRate) {
       const retryAfter = { 'retry-after': String(faults.retryAfterSeconds) };
       if (ctx.random() < 0.5) throw new SandboxApiError(429, 'rate_limited', 'too many requests (sandbox-injected)', retryAfter);
       throw new SandboxApiError(503, 'unavailable', 'platform temporarily unavailable (sandbox-injected)', retryAfter);

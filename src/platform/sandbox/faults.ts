@@ -13,6 +13,8 @@ export interface SandboxFaults {
   webhookReorderMaxHoldMs: number;
   /** Share of API requests answered 503 `unavailable` or 429 `rate_limited` without being applied (0..1). */
   apiErrorRate: number;
+  /** When set, injected API errors apply only to requests whose "METHOD /path" starts with this. */
+  apiErrorOnly: string | null;
   /** `Retry-After` seconds sent with injected errors. */
   retryAfterSeconds: number;
   /** Share of API requests delayed by `apiSlowMs` before they are handled (0..1). */
@@ -31,6 +33,7 @@ export const NO_FAULTS: SandboxFaults = {
   webhookReorder: 0,
   webhookReorderMaxHoldMs: 5_000,
   apiErrorRate: 0,
+  apiErrorOnly: null,
   retryAfterSeconds: 1,
   apiSlowRate: 0,
   apiSlowMs: 0,
