@@ -261,6 +261,8 @@ export async function platformFaults(o: { loops: number; apiErrorRate: number; a
     env: SWEEP_ENV,
     botOptions: { sandbox: { faults: { apiErrorRate: o.apiErrorRate, apiSlowRate: o.apiSlowRate, apiSlowMs: 300, retryAfterSeconds: 0 } } },
   });
+  let toolErrors = 0;
+  let turnRetries = 0;
   try {
     const threads: string[] = [];
     for (let i = 0; i < o.loops; i += 1) threads.push((await h.mention({ user: OWNER, text: SEED_MESSAGE, channel: `C0PF${i}` })).ts);
@@ -268,6 +270,9 @@ export async function platformFaults(o: { loops: number; apiErrorRate: number; a
     await sleep(800);
     threads.forEach((ts, i) => checkLoopThread(c, h, ts, `loop ${i + 1}`, `C0PF${i}`));
     c.equal(await sandboxCounts(h.db.db), { runs: 2 * o.loops, trainings: o.loops, datasets: o.loops }, 'sandbox launches');
+    const lines = (await h.logs()).split('\n');
+    toolErrors = lines.filter((line) => line.includes('"tool returned an error"')).length;
+    turnRetries = lines.filter((line) => line.includes('platform unavailable; the turn will be retried')).length;
   } catch (error) {
     c.check(false, (error as Error).message);
   } finally {
@@ -277,7 +282,7 @@ export async function platformFaults(o: { loops: number; apiErrorRate: number; a
     fault: 'Platform API errors and slowness',
     tried: `apiErrorRate ${o.apiErrorRate} (503/429), apiSlowRate ${o.apiSlowRate} (300 ms), ${o.loops} loop(s)`,
     times: o.loops,
-    held: 'every loop finished with exactly one launch per step',
+    held: `every loop finished with exactly one launch per step; after the client's 4 attempts, ${toolErrors} tool call(s) failed in person-started turns (the model saw the error) and ${turnRetries} event-woken turn(s) were retried by the job engine`,
     ms: Date.now() - started,
     failures: c.failures,
   };

@@ -246,8 +246,30 @@ export async function promptInjection(o: { newDatabase?: NewDatabase }): Promise
   };
 }
 
-/** A 40,000-character message answered in full, and the loop on the 2,500-question benchmark, within Slack's limits. */
-export async function oversized(o: { newDatabase?: NewDatabase; benchmarkLoops?: number }): Promise<Figure> {
+/** Peak heap and RSS of this process, sampled every 250 ms while running. */
+function memorySampler(): { stop(): { heapMb: number; rssMb: number } } {
+  let heap = process.memoryUsage().heapUsed;
+  let rss = process.memoryUsage.rss();
+  const timer = setInterval(() => {
+    heap = Math.max(heap, process.memoryUsage().heapUsed);
+    rss = Math.max(rss, process.memoryUsage.rss());
+  }, 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { heapMb: Math.round(heap / 1e6), rssMb: Math.round(rss / 1e6) };
+    },
+  };
+}
+
+const mb = (bytes: number) => Math.round(bytes / 1e6);
+
+/**
+ * A 40,000-character message answered in full; loops on the 2,500-question benchmark 305; then
+ * (when `bigLoops` > 0) loops on the 100,000-question benchmark 410, whose base run fails over
+ * 10,000 questions: within Slack's limits, memory bounded, small model requests.
+ */
+export async function oversized(o: { newDatabase?: NewDatabase; benchmarkLoops?: number; bigLoops?: number }): Promise<Figure> {
   const started = Date.now();
   const c = new Checks();
   const loop = loopScript();
@@ -261,40 +283,89 @@ export async function oversized(o: { newDatabase?: NewDatabase; benchmarkLoops?:
     env: { SANDBOX_TIME_SCALE: '0.002', SPEND_CONFIRM_THRESHOLD: '100000', CHAT_BUDGET: '100000' },
     botOptions: { sandbox: { startingBalance: 100_000 } },
     ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  const loops = o.benchmarkLoops ?? 1;
+  const bigLoops = o.bigLoops ?? 0;
   let heapMb = 0;
+  let largest = 0;
+  const big = { ms: 0, heapMb: 0, peakHeapMb: 0, peakRssMb: 0, largest: 0, failed: 0, trained: 0, examples: 0, tokens: 0, credits: 0 };
   try {
     const long = `<@UBOT> ${'lorem ipsum dolor sit amet '.repeat(1500)}`.slice(0, 40_000);
-    const big = await h.mention({ user: OWNER, text: long });
-    c.equal(big.status, 200, 'a 40,000-character message accepted');
-    const [answer] = await h.waitForPosts(big.ts, 1, 30_000);
+    const bigMessage = await h.mention({ user: OWNER, text: long });
+    c.equal(bigMessage.status, 200, 'a 40,000-character message accepted');
+    const [answer] = await h.waitForPosts(bigMessage.ts, 1, 30_000);
     c.check((answer?.text.length ?? 0) > 0 && (answer?.text.length ?? 0) <= 40_000, 'the answer fits Slack\'s 40,000 characters');
     const heapBefore = process.memoryUsage().heapUsed;
-    const loops = o.benchmarkLoops ?? 1;
     for (let i = 0; i < loops; i += 1) {
       const m = await h.mention({ user: OWNER, text: SEED_MESSAGE.replaceAll('104', '305') });
       await waitForVerdict(h, m.ts, 120_000);
       await sleep(500);
       checkLoopThread(c, h, m.ts, `loop on 305 #${i + 1}`);
     }
-    heapMb = Math.round((process.memoryUsage().heapUsed - heapBefore) / 1e6);
-    const failed = await h.db.db.selectFrom('resources').select('details').where('kind', '=', 'dataset').execute();
-    c.check(failed.length === loops, 'datasets built');
-    c.equal(h.slack.violations, [], 'Slack violations (text, blocks, table limits)');
+    heapMb = mb(process.memoryUsage().heapUsed - heapBefore);
+    const datasets = await h.db.db.selectFrom('resources').select('details').where('kind', '=', 'dataset').execute();
+    c.check(datasets.length === loops, 'datasets built');
     c.check(heapMb < 300, `heap growth ${heapMb} MB`);
-    const largest = Math.max(...h.model.requests.map((r) => r.bytes));
+
+    for (let i = 0; i < bigLoops; i += 1) {
+      const loopStarted = Date.now();
+      const requestsBefore = h.model.requests.length;
+      const heapBeforeBig = process.memoryUsage().heapUsed;
+      const memory = memorySampler();
+      const m = await h.mention({ user: OWNER, text: SEED_MESSAGE.replaceAll('104', '410') });
+      await waitForVerdict(h, m.ts, 300_000);
+      await sleep(500);
+      const peak = memory.stop();
+      big.ms = Date.now() - loopStarted;
+      big.heapMb = mb(process.memoryUsage().heapUsed - heapBeforeBig);
+      big.peakHeapMb = Math.max(big.peakHeapMb, peak.heapMb);
+      big.peakRssMb = Math.max(big.peakRssMb, peak.rssMb);
+      big.largest = Math.max(big.largest, ...h.model.requests.slice(requestsBefore).map((r) => r.bytes));
+      checkLoopThread(c, h, m.ts, `loop on 410 #${i + 1}`);
+      const verdict = h.posts(m.ts).at(-1);
+      c.check(/100,000|100000/.test(JSON.stringify(verdict?.blocks ?? [])), `loop on 410 #${i + 1}: the verdict counts 100,000 questions`);
+    }
+    if (bigLoops > 0) {
+      const row = await sql<{ failed: number; trained: number; examples: number; tokens: string }>`
+        select failed_question_count as failed, cardinality(trained_question_ids) as trained,
+               example_count as examples, token_count as tokens
+          from sandbox.datasets where benchmark_id = '410' order by id desc limit 1`.execute(h.db.db);
+      const d = row.rows[0];
+      big.failed = d?.failed ?? 0;
+      big.trained = d?.trained ?? 0;
+      big.examples = d?.examples ?? 0;
+      big.tokens = Number(d?.tokens ?? 0);
+      const spent = await sql<{ credits: string }>`
+        select coalesce(sum(charged), 0) as credits from (
+          select charged from sandbox.runs where benchmark_id = '410'
+          union all
+          select t.charged from sandbox.trainings t join sandbox.datasets d on d.id = t.dataset_id where d.benchmark_id = '410') x`.execute(h.db.db);
+      big.credits = Number(spent.rows[0]?.credits ?? 0) / bigLoops;
+      c.check(big.failed >= 10_000, `failed questions of the 100,000-question baseline: ${big.failed}`);
+      c.check(big.trained === big.failed, `trained-on questions ${big.trained} of ${big.failed} failed`);
+      c.check(big.peakHeapMb < 1_000, `peak heap ${big.peakHeapMb} MB during the 100,000-question loop`);
+      c.check(big.largest < 200_000, `largest model request of the 100,000-question loop ${big.largest} bytes`);
+    }
+    c.equal(h.slack.violations, [], 'Slack violations (text, blocks, table limits)');
+    largest = Math.max(...h.model.requests.map((r) => r.bytes));
     c.check(largest < 200_000, `largest model request ${largest} bytes`);
   } catch (error) {
     c.check(false, (error as Error).message);
   } finally {
     await h.stop();
   }
+  const bigTried = bigLoops > 0 ? `; ${bigLoops} full loop(s) on benchmark 410 (100,000 questions)` : '';
+  const bigHeld =
+    bigLoops > 0
+      ? `; 100k loop: ${big.failed} failed, dataset ${big.trained} questions / ${big.examples} examples / ${big.tokens} tokens, ` +
+        `${big.credits} credits, heap +${big.heapMb} MB (peak ${big.peakHeapMb} MB, RSS peak ${big.peakRssMb} MB), ` +
+        `largest model request ${big.largest} B, ${(big.ms / 1000).toFixed(1)} s`
+      : '';
   return {
     fault: 'Oversized inputs',
-    tried: 'a 40,000-character mention echoed back; full loop on benchmark 305 (2,500 questions, ~1,500+ failed)',
-    times: 1 + (o.benchmarkLoops ?? 1),
-    held: `answered within Slack's limits, no crash; heap growth ${heapMb} MB`,
+    tried: `a 40,000-character mention echoed back; ${loops} full loop(s) on benchmark 305 (2,500 questions, ~1,400 failed)${bigTried}`,
+    times: 1 + loops + bigLoops,
+    held: `answered within Slack's limits (${h.slack.violations.length} violations), no crash; heap growth ${heapMb} MB; largest model request ${largest} B${bigHeld}`,
     ms: Date.now() - started,
     failures: c.failures,
   };
 }
-
