@@ -23,6 +23,8 @@ export interface LoopsRun {
   finished: number;
   /** Peak RSS of the bot process, sampled until the end, in MB. */
   peakRssMb: number;
+  /** Most loops started (mention acknowledged) and not yet at their verdict at one time. */
+  peakInFlight: number;
   /** CPU milliseconds spent from the first mention to the last verdict, per process group. */
   cpuMs: { bot: number; postgres: number; bench: number };
   stop(): Promise<void>;
@@ -31,7 +33,10 @@ export interface LoopsRun {
 const hasVerdict = (slack: FakeSlack, channel: string, ts: string) =>
   slack.messages(channel, ts).some((m) => !m.seeded && JSON.stringify(m.blocks ?? []).includes('"type":"table"'));
 
-export async function runLoops(n: number, options: { env?: Record<string, string>; timeoutMs?: number; onProgress?: (done: number) => void } = {}): Promise<LoopsRun> {
+export async function runLoops(
+  n: number,
+  options: { env?: Record<string, string>; timeoutMs?: number; onProgress?: (done: number) => void; /** Spread the mentions evenly over this long (0: as fast as acknowledged). */ rampMs?: number } = {},
+): Promise<LoopsRun> {
   const postgres = await startPostgres();
   const slack = await startFakeSlack({ teamId: TEAM });
   const model = await startScriptedAnthropic(loopScript());
@@ -48,12 +53,16 @@ export async function runLoops(n: number, options: { env?: Record<string, string
   const cpuAt = async () => ({ bot: await processCpuMs(bot.pid), postgres: await postgres.cpuMs(), bench: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
   const cpuBefore = await cpuAt();
   const started = performance.now();
-  // Mentions go out at most 64 at a time, as fast as the bot acknowledges them.
+  // Mentions go out at most 64 at a time, as fast as the bot acknowledges them, or spread over rampMs.
   let next = 0;
+  const startedAt: number[] = [];
+  const finishedAt: number[] = [];
   await Promise.all(
     Array.from({ length: Math.min(64, n) }, async () => {
       while (next < n) {
         const i = next++;
+        const due = started + ((options.rampMs ?? 0) * i) / n;
+        if (due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
         const channel = channelFor(i);
         const event = appMention({ user: 'UOWNER', text: SEED_MESSAGE, channel, team: TEAM });
         slack.seedMessage({ channel, user: 'UOWNER', text: SEED_MESSAGE, ts: event.ts as string });
@@ -61,6 +70,7 @@ export async function runLoops(n: number, options: { env?: Record<string, string
         const body = JSON.stringify({ token: 't', team_id: TEAM, api_app_id: 'A0FAKEAPP', event, type: 'event_callback', event_id: `EvL${i}`, event_time: Math.floor(Date.now() / 1000), authorizations: [{ team_id: TEAM, user_id: 'UBOT', is_bot: true }] });
         const res = await post(agent, `${bot.url}/slack/events`, body, slackHeaders(env.SLACK_SIGNING_SECRET!, body));
         if (res.status !== 200) throw new Error(`mention ${i} answered ${res.status}`);
+        startedAt[i] = performance.now();
       }
     }),
   );
@@ -69,12 +79,21 @@ export async function runLoops(n: number, options: { env?: Record<string, string
   let peakRssMb = 0;
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
   while (open.size > 0 && Date.now() < deadline) {
-    for (const i of open) if (hasVerdict(slack, channelFor(i), threads[i]!)) open.delete(i);
+    for (const i of open) {
+      if (hasVerdict(slack, channelFor(i), threads[i]!)) {
+        open.delete(i);
+        finishedAt[i] = performance.now();
+      }
+    }
     peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
     options.onProgress?.(n - open.size);
     if (open.size > 0) await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const wallMs = performance.now() - started;
+  const changes = [...startedAt.map((t) => [t, 1] as const), ...finishedAt.filter((t) => t !== undefined).map((t) => [t, -1] as const)].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let inFlight = 0;
+  let peakInFlight = 0;
+  for (const [, delta] of changes) peakInFlight = Math.max(peakInFlight, (inFlight += delta));
   const cpuAfter = await cpuAt();
   const cpuMs = { bot: cpuAfter.bot - cpuBefore.bot, postgres: cpuAfter.postgres - cpuBefore.postgres, bench: cpuAfter.bench - cpuBefore.bench };
   peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
@@ -89,6 +108,7 @@ export async function runLoops(n: number, options: { env?: Record<string, string
     finished: n - open.size,
     peakRssMb,
     cpuMs,
+    peakInFlight,
     stop: async () => {
       await bot.stop();
       await slack.stop();

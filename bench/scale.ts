@@ -6,13 +6,16 @@ const LOOPS = envNumber('BENCH_SCALE_LOOPS', 1000);
 // Turns here are I/O-bound (model, platform, Slack, Postgres round trips); 32 keeps Postgres (pool = 42) busy without thrashing 2 cores.
 const CONCURRENCY = process.env.BENCH_SCALE_CONCURRENCY ?? '32';
 const TIME_SCALE = process.env.BENCH_SCALE_TIME_SCALE ?? '0.05';
+// 0: every mention at once (a thundering herd). A ramp spreads them, as people's messages are.
+const RAMP_S = envNumber('BENCH_SCALE_RAMP_S', 0);
 
 export async function main(): Promise<void> {
-  console.log(`scale: ${LOOPS} concurrent loops, WORKER_CONCURRENCY=${CONCURRENCY}, SANDBOX_TIME_SCALE=${TIME_SCALE}, model answers instantly`);
+  console.log(`scale: ${LOOPS} loops, mentions ${RAMP_S > 0 ? `spread over ${RAMP_S} s` : 'all at once'}, WORKER_CONCURRENCY=${CONCURRENCY}, SANDBOX_TIME_SCALE=${TIME_SCALE}, model answers instantly`);
   let lastPrint = 0;
   const run = await runLoops(LOOPS, {
     env: { WORKER_CONCURRENCY: CONCURRENCY, SANDBOX_TIME_SCALE: TIME_SCALE, LOG_LEVEL: 'warn' },
     timeoutMs: envNumber('BENCH_SCALE_TIMEOUT_S', 1200) * 1000,
+    rampMs: RAMP_S * 1000,
     onProgress: (done) => {
       if (Date.now() - lastPrint > 15_000) {
         lastPrint = Date.now();
@@ -21,9 +24,10 @@ export async function main(): Promise<void> {
     },
   });
   try {
-    const waits = await query<{ kind: string; wait_ms: number; busy: number }>(
+    const waits = await query<{ kind: string; wait_ms: number; turn_ms: number }>(
       run.databaseUrl,
-      `select t.kind, extract(epoch from (tu.started_at - t.created_at)) * 1000 as wait_ms
+      `select t.kind, extract(epoch from (tu.started_at - t.created_at)) * 1000 as wait_ms,
+              extract(epoch from (tu.finished_at - tu.started_at)) * 1000 as turn_ms
          from triggers t join turns tu on tu.trigger_id = t.id`,
     );
     const span = await query<{ turns: string; seconds: number }>(
@@ -35,6 +39,9 @@ export async function main(): Promise<void> {
     const seconds = Number(span[0]!.seconds);
     const over = w.filter((x) => x > 1000).length;
     report('loops finished', `${run.finished}/${LOOPS} in ${fmt(run.wallMs / 1000)} s`);
+    report('loops in flight at once (peak)', `${run.peakInFlight}`);
+    const turnMs = waits.map((x) => Number(x.turn_ms)).filter((x) => Number.isFinite(x));
+    report('turn duration p50 / p99', `${fmt(quantile(turnMs, 0.5), 0)} / ${fmt(quantile(turnMs, 0.99), 0)} ms`);
     report('peak RSS of the bot process (VmHWM)', `${fmt(run.peakRssMb, 0)} MB (target < 500 MB: ${run.peakRssMb < 500 ? 'met' : 'MISSED'})`);
     report('turns completed / per second', `${turns} / ${fmt(turns / seconds, 1)} per s (first start to last finish)`);
     report('queue wait trigger -> turn start: p50 / p99 / max', `${fmt(quantile(w, 0.5), 0)} / ${fmt(quantile(w, 0.99), 0)} / ${fmt(Math.max(...w), 0)} ms; ${over} of ${w.length} over 1 s (target 0: ${over === 0 ? 'met' : 'MISSED'})`);

@@ -6,14 +6,18 @@ const LOOPS = envNumber('BENCH_STEP_LOOPS', 5);
 const RUNS = envNumber('BENCH_STEP_RUNS', 3);
 // 0.02: a run takes >= 1.2 s, so the poster's 1 post/s/channel pacing never delays a step's post.
 const TIME_SCALE = process.env.BENCH_STEP_TIME_SCALE ?? '0.02';
+// The loops' mentions are spread over this many seconds, so that (a loop lasting about 10 s) each
+// step is measured on an otherwise idle bot: the overhead itself. 0 starts them all at once, so
+// their steps coincide: the overhead under contention (see also bench/scale.ts).
+const RAMP_S = envNumber('BENCH_STEP_RAMP_S', 60);
 
 export async function main(): Promise<void> {
-  console.log(`step-overhead: ${LOOPS} concurrent loops x ${RUNS} runs, SANDBOX_TIME_SCALE=${TIME_SCALE}, worker poll 500 ms (LISTEN/NOTIFY wakes it)`);
+  console.log(`step-overhead: ${LOOPS} loops ${RAMP_S > 0 ? `started ${fmt(RAMP_S / LOOPS, 0)} s apart` : 'started at once'} x ${RUNS} runs, SANDBOX_TIME_SCALE=${TIME_SCALE}, worker poll 500 ms (LISTEN/NOTIFY wakes it)`);
   const p50s: number[] = [];
   const all: number[] = [];
   const parts = { queue: [] as number[], pickup: [] as number[], turn: [] as number[] };
   for (let r = 0; r < RUNS; r += 1) {
-    const run = await runLoops(LOOPS, { env: { SANDBOX_TIME_SCALE: TIME_SCALE } });
+    const run = await runLoops(LOOPS, { env: { SANDBOX_TIME_SCALE: TIME_SCALE }, rampMs: RAMP_S * 1000 });
     try {
       const rows = await query<{ channel_id: string; received: Date; created: Date; started: Date }>(
         run.databaseUrl,
