@@ -4,12 +4,13 @@ import { DEFAULT_RESAMPLES, DEFAULT_SEED } from './bootstrap.js';
 import { AnalysisError } from './errors.js';
 import { RunIndex } from './join.js';
 import { emptyGradedSums, pairedFigures, proportion, type BootstrapSettings, type GradedSums } from './figures.js';
-import { ALPHA, POWER } from './paired-statistics.js';
+import { ALPHA, POWER, Z_ALPHA, wilsonInterval, type PairCounts } from './paired-statistics.js';
 import type {
   CategoryFigures,
   CompareInput,
   Comparison,
   Coverage,
+  GeneralizationEstimate,
   NoiseFloor,
   QuestionOutcome,
   Scoring,
@@ -189,6 +190,8 @@ export function compareRuns(input: CompareInput): Comparison {
   const notTrained = trainedSet ? newSubset(graded, capacity) : null;
   const held = heldSet ? newSubset(graded, capacity) : null;
   let notTrainedFailures = 0;
+  // Graded score sums of the questions not trained on, by before-outcome (full marks or not).
+  const untrainedStrata = graded && trainedSet ? { right: emptyGradedSums(), wrong: emptyGradedSums(), rightCount: 0, wrongCount: 0 } : null;
 
   const matched = new Uint8Array(before.length);
   const onlyAfter = new SmallestIds(SAMPLE_IDS);
@@ -220,6 +223,13 @@ export function compareRuns(input: CompareInput): Comparison {
       } else {
         addToSubset(notTrained!, id, cell, beforeScoreValue, afterScore);
         if (cell === BOTH_WRONG || cell === FIXED) notTrainedFailures++;
+        // Graded: the failed questions are the trained-on and held-out ones when held-out ids are given.
+        if (untrainedStrata) {
+          const failedBefore = heldSet ? heldSet.has(id) : (info & 1) === 0;
+          addScores(failedBefore ? untrainedStrata.wrong : untrainedStrata.right, beforeScoreValue, afterScore);
+          if (failedBefore) untrainedStrata.wrongCount++;
+          else untrainedStrata.rightCount++;
+        }
         if (heldSet?.has(id)) addToSubset(held!, id, cell, beforeScoreValue, afterScore);
       }
     }
@@ -256,6 +266,17 @@ export function compareRuns(input: CompareInput): Comparison {
       trainedOn: trainedFigures,
       notTrainedOn: notTrainedFigures,
       generalizationMeasured: notTrainedFailures > 0,
+      generalization:
+        notTrainedFailures > 0
+          ? estimateGeneralization(
+              overallFigures.table,
+              notTrainedFigures.table,
+              untrainedStrata && {
+                ...untrainedStrata,
+                totalWrong: heldSet ? trainedFigures.questions + cellsTotal(held!) : overallFigures.table.bothWrong + overallFigures.table.fixed,
+              },
+            )
+          : null,
     };
     training = {
       ...split,
@@ -283,7 +304,7 @@ export function compareRuns(input: CompareInput): Comparison {
     categories: categoryFigures,
     training,
     noiseFloor,
-    verdict: buildVerdict(scoring, coverage, overallFigures, training, resamples),
+    verdict: buildVerdict(scoring, coverage, overallFigures, training, resamples, noiseFloor),
   };
 }
 
@@ -298,12 +319,14 @@ function measureNoise(
   let questions = 0;
   let toRight = 0;
   let toWrong = 0;
+  let rightBefore = 0;
   for (let j = 0; j < rerun.length; j++) {
     const right = isCorrect(rerun[j]!, 'baseline rerun') ? 1 : 0;
     const i = positions[j]!;
     if (i === -1) continue;
     questions++;
     const wasRight = beforeInfo[i]! & 1;
+    rightBefore += wasRight;
     if (wasRight === 0 && right === 1) toRight++;
     else if (wasRight === 1 && right === 0) toWrong++;
   }
@@ -314,8 +337,71 @@ function measureNoise(
     flips,
     flipsToRight: toRight,
     flipsToWrong: toWrong,
+    breaks: proportion(toWrong, rightBefore),
     observedDiscordanceRate,
     exceedsNoise: questions > 0 && observedDiscordanceRate !== null && observedDiscordanceRate > flips.interval.upper,
   };
   return { ...noise, note: noiseNote(noise) };
+}
+
+/**
+ * The change on questions not trained on, standardized to all joined questions. Training was
+ * chosen by the before-outcome (failed questions), so the questions not trained on are mostly ones
+ * that were right before, which can only break: a plain paired test on them mistakes run-to-run
+ * noise for forgetting. Instead each before-outcome stratum (right before, wrong before) is
+ * estimated from its members not trained on and weighted by its share of all joined questions:
+ * under no change, fixes among failures balance breaks among right answers, so the estimate is 0.
+ * Exact match: Wilson intervals per stratum combined by MOVER (Newcombe's square-and-add for a
+ * weighted difference of independent proportions). Graded: normal intervals of the stratum means.
+ * Null when a stratum present among all questions has no member left out of training.
+ */
+function estimateGeneralization(
+  all: PairCounts,
+  untrained: PairCounts,
+  strata: { right: GradedSums; wrong: GradedSums; rightCount: number; wrongCount: number; totalWrong: number } | null,
+): GeneralizationEstimate | null {
+  const n = all.bothRight + all.broken + all.bothWrong + all.fixed;
+  const totalWrong = strata ? strata.totalWrong : all.bothWrong + all.fixed;
+  const totalRight = n - totalWrong;
+  const right = strata ? strata.rightCount : untrained.bothRight + untrained.broken;
+  const wrong = strata ? strata.wrongCount : untrained.bothWrong + untrained.fixed;
+  if (n === 0 || (totalRight > 0 && right === 0) || (totalWrong > 0 && wrong === 0)) return null;
+  const wRight = totalRight / n;
+  const wWrong = totalWrong / n;
+  const rightBefore = { untrained: right, moved: untrained.broken, rate: right > 0 ? untrained.broken / right : 0 };
+  const wrongBefore = { untrained: wrong, moved: untrained.fixed, rate: wrong > 0 ? untrained.fixed / wrong : 0 };
+  if (!strata) {
+    const fix = wilsonInterval(untrained.fixed, wrong);
+    const brk = wilsonInterval(untrained.broken, right);
+    const f = wrongBefore.rate;
+    const b = rightBefore.rate;
+    const estimate = wWrong * f - wRight * b;
+    return {
+      method: 'stratified_wilson',
+      estimate,
+      interval: {
+        lower: Math.max(-1, estimate - Math.hypot(wWrong * (f - fix.lower), wRight * (brk.upper - b))),
+        upper: Math.min(1, estimate + Math.hypot(wWrong * (fix.upper - f), wRight * (b - brk.lower))),
+      },
+      rightBefore,
+      wrongBefore,
+    };
+  }
+  const meanAndVariance = (sums: GradedSums, count: number) => {
+    if (count === 0) return { mean: 0, variance: 0 };
+    const mean = sums.sumChange / count;
+    const variance = count > 1 ? Math.max(0, (sums.sumChangeSquared - sums.sumChange * mean) / (count - 1)) / count : 0;
+    return { mean, variance };
+  };
+  const r = meanAndVariance(strata.right, right);
+  const w = meanAndVariance(strata.wrong, wrong);
+  const estimate = wRight * r.mean + wWrong * w.mean;
+  const spread = Z_ALPHA * Math.sqrt(wRight * wRight * r.variance + wWrong * wWrong * w.variance);
+  return {
+    method: 'stratified_normal',
+    estimate,
+    interval: { lower: Math.max(-1, estimate - spread), upper: Math.min(1, estimate + spread) },
+    rightBefore: { ...rightBefore, moved: strata.right.down, rate: right > 0 ? strata.right.down / right : 0 },
+    wrongBefore: { ...wrongBefore, moved: strata.wrong.up, rate: wrong > 0 ? strata.wrong.up / wrong : 0 },
+  };
 }

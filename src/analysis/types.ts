@@ -112,9 +112,33 @@ export interface TrainingSplit {
   unmatched: { trainedOn: number; heldOut: number };
   /** True when some question that failed before was not trained on, so generalization could show. */
   generalizationMeasured: boolean;
+  /**
+   * The change on the questions not trained on, each before-outcome stratum weighted by its share
+   * of all joined questions (see `estimateGeneralization`); null when generalization was not measured.
+   */
+  generalization: GeneralizationEstimate | null;
   memorizationNote: string;
   /** Why generalization could not be judged; null when it could. */
   generalizationNote: string | null;
+}
+
+/** How one before-outcome stratum of the questions not trained on moved. */
+export interface StratumMovement {
+  /** Members of the stratum not trained on. */
+  untrained: number;
+  /** Right before: broke (graded: score fell). Wrong before: fixed (graded: score rose). */
+  moved: number;
+  rate: number;
+}
+
+export interface GeneralizationEstimate {
+  method: 'stratified_wilson' | 'stratified_normal';
+  /** Estimated change in accuracy (graded: mean score) had no question been trained on. */
+  estimate: number;
+  /** 95% interval. */
+  interval: Interval;
+  rightBefore: StratumMovement;
+  wrongBefore: StratumMovement;
 }
 
 export interface NoiseFloor {
@@ -126,6 +150,8 @@ export interface NoiseFloor {
   flips: Proportion;
   flipsToRight: number;
   flipsToWrong: number;
+  /** Questions right in the baseline that the rerun got wrong, of those right in the baseline. */
+  breaks: Proportion;
   /** Share of questions whose correctness differs between before and after (all joined questions). */
   observedDiscordanceRate: number | null;
   /** Observed discordance is above the upper 95% Wilson bound of the rerun's flip rate. */
@@ -144,7 +170,7 @@ export interface Verdict {
   basisQuestions: number;
   /** Null when no trained-on ids were given. */
   generalizationMeasured: boolean | null;
-  method: 'exact_mcnemar_and_newcombe' | 'paired_bootstrap';
+  method: 'exact_mcnemar_and_newcombe' | 'paired_bootstrap' | GeneralizationEstimate['method'] | 'break_rate_vs_rerun';
 }
 
 export interface Comparison {

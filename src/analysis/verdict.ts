@@ -7,9 +7,10 @@ import {
   formatPoints,
   formatPointsRange,
 } from './format.js';
-import { ALPHA } from './paired-statistics.js';
+import { ALPHA, wilsonInterval } from './paired-statistics.js';
 import type {
   Coverage,
+  GeneralizationEstimate,
   NoiseFloor,
   PairedFigures,
   Scoring,
@@ -53,15 +54,19 @@ export interface TrainingFigures {
   trainedOn: SubsetFigures;
   notTrainedOn: SubsetFigures;
   generalizationMeasured: boolean;
+  generalization: GeneralizationEstimate | null;
 }
 
 /**
  * Decides on the questions that measure generalization. Without trained-on ids: all joined
- * questions. With them: the questions not trained on, and the trained-on change is reported only
- * as a memorization check. When every failed question was trained on, no improvement can be
- * claimed: the outcome is `regressed` if the untrained questions got significantly worse (that is
- * forgetting, and real), else `no_detectable_change`, and the reason says generalization was not
- * measured and how to measure it.
+ * questions, by the exact McNemar test and Newcombe's interval (graded: the paired bootstrap).
+ * With them: the questions not trained on, standardized to all questions by before-outcome
+ * (`TrainingSplit.generalization`), because training was chosen by the before-outcome and a plain
+ * paired test on the rest would read run-to-run noise as forgetting; the trained-on change is
+ * reported only as a memorization check. When every failed question was trained on, no
+ * improvement can be claimed and generalization was not measured: the outcome is `regressed` only
+ * when a rerun of the baseline shows that right answers break less often by chance than they did
+ * here, else `no_detectable_change`, and the reason says how to measure generalization.
  */
 export function buildVerdict(
   scoring: Scoring,
@@ -69,6 +74,7 @@ export function buildVerdict(
   overall: SubsetFigures,
   training: TrainingFigures | null,
   resamples: number,
+  noise: Omit<NoiseFloor, 'note'> | null = null,
 ): Verdict {
   const method: Verdict['method'] = scoring === 'graded' ? 'paired_bootstrap' : 'exact_mcnemar_and_newcombe';
   const basisFigures = training ? training.notTrainedOn : overall;
@@ -88,25 +94,65 @@ export function buildVerdict(
     return { ...base, outcome: 'no_detectable_change', reason };
   }
 
-  const outcome = decideOutcome(basisFigures, scoring);
   if (!training) {
+    const outcome = decideOutcome(basisFigures, scoring);
     return { ...base, outcome, reason: sentence(outcome, basisFigures, scoring, resamples, '', '') };
   }
 
-  const scope = `On the ${questions(basisFigures.questions)} not trained on, `;
-  if (training.generalizationMeasured) {
-    const suffix =
-      training.trainedOn.questions > 0
-        ? `; the ${changeText(training.trainedOn, scoring)} on the ${questions(training.trainedOn.questions, 'trained-on')} is a memorization check`
-        : '';
-    return { ...base, outcome, reason: sentence(outcome, basisFigures, scoring, resamples, scope, suffix) };
+  const g = training.generalization;
+  if (training.generalizationMeasured && g) {
+    let outcome: VerdictOutcome = g.interval.lower > 0 ? 'improved' : g.interval.upper < 0 ? 'regressed' : 'no_detectable_change';
+    const moved = g.rightBefore.moved + g.wrongBefore.moved;
+    if (scoring === 'graded' && moved < MIN_MOVED_FOR_GRADED_VERDICT) outcome = 'no_detectable_change';
+    return { ...base, method: g.method, outcome, reason: generalizationSentence(outcome, g, overall.questions, training, scoring) };
   }
 
-  if (outcome === 'regressed') {
-    const suffix = '; every question that failed before was trained on, so generalization was not measured';
-    return { ...base, outcome, reason: sentence(outcome, basisFigures, scoring, resamples, scope, suffix) };
+  const others = training.notTrainedOn;
+  const rightOthers = others.table.bothRight + others.table.broken;
+  if (scoring === 'exact_match' && noise && noise.breaks.total > 0 && rightOthers > 0) {
+    const broke = wilsonInterval(others.table.broken, rightOthers);
+    const b = others.table.broken / rightOthers;
+    const r = noise.breaks.rate ?? 0;
+    const lower = b - r - Math.hypot(b - broke.lower, noise.breaks.interval.upper - r);
+    if (lower > 0) {
+      const reason =
+        `Every question that failed before was trained on, so generalization was not measured; but ` +
+        `${formatCount(others.table.broken)} of the ${questions(rightOthers, 'other')} that were right before broke ` +
+        `(${formatPercent(b)}), more than the ${formatPercent(r)} a rerun of the baseline breaks by chance ` +
+        `(difference ${formatPoints(b - r)}, 95% lower bound ${formatPoints(lower)}): that is forgetting.`;
+      return { ...base, method: 'break_rate_vs_rerun', outcome: 'regressed', reason };
+    }
   }
-  return { ...base, outcome: 'no_detectable_change', reason: memorizationOnlySentence(scoring, training) };
+  return { ...base, outcome: 'no_detectable_change', reason: memorizationOnlySentence(scoring, training, noise !== null) };
+}
+
+/** Reason for a verdict on the standardized change of the questions not trained on. */
+function generalizationSentence(
+  outcome: VerdictOutcome,
+  g: GeneralizationEstimate,
+  total: number,
+  training: TrainingFigures,
+  scoring: Scoring,
+): string {
+  const direction = g.estimate === 0 ? 'did not move' : `${g.estimate > 0 ? 'rose' : 'fell'} by ${formatPoints(Math.abs(g.estimate)).replace('+', '')}`;
+  const ci = `95% CI ${formatPointsRange(g.interval)}`;
+  const fixedWord = scoring === 'graded' ? 'scored higher' : 'were fixed';
+  const brokeWord = scoring === 'graded' ? 'scored lower' : 'broke';
+  const wrongWord = scoring === 'graded' ? 'below full marks' : 'failed';
+  const rightWord = scoring === 'graded' ? 'at full marks' : 'right';
+  const strata =
+    `${formatCount(g.wrongBefore.moved)} of the ${formatCount(g.wrongBefore.untrained)} ${wrongWord} before and left out of training ${fixedWord} ` +
+    `(${formatPercent(g.wrongBefore.rate)}), ${formatCount(g.rightBefore.moved)} of the ${formatCount(g.rightBefore.untrained)} ${rightWord} before ${brokeWord} ` +
+    `(${formatPercent(g.rightBefore.rate)})`;
+  const head =
+    `On the ${questions(training.notTrainedOn.questions)} not trained on, weighted to all ${formatCount(total)} by how they did before, ` +
+    `${metricName(scoring)} ${direction} (${ci}): ${strata}`;
+  const memo =
+    training.trainedOn.questions > 0
+      ? `; the ${changeText(training.trainedOn, scoring)} on the ${questions(training.trainedOn.questions, 'trained-on')} is a memorization check`
+      : '';
+  if (outcome !== 'no_detectable_change') return `${head}${memo}.`;
+  return `${head}, so no change was detected${memo}.`;
 }
 
 /** Sentence for the training split when generalization could not be judged. */
@@ -147,7 +193,7 @@ export function noiseNote(noise: Omit<NoiseFloor, 'note'>): string {
   );
 }
 
-function memorizationOnlySentence(scoring: Scoring, training: TrainingFigures): string {
+function memorizationOnlySentence(scoring: Scoring, training: TrainingFigures, hadRerun: boolean): string {
   const trained = training.trainedOn;
   const others = training.notTrainedOn;
   const change = `${metricName(scoring)} on them ${movement(trained, scoring)} (${formatPoints(changeOf(trained, scoring))})`;
@@ -157,9 +203,16 @@ function memorizationOnlySentence(scoring: Scoring, training: TrainingFigures): 
       `generalization was not measured, so ${HELD_OUT_ADVICE}.`
     );
   }
+  const broke = others.table.broken;
+  const noiseClause =
+    broke === 0
+      ? ''
+      : hadRerun
+        ? ', no more than a rerun of the baseline breaks by chance'
+        : ', which without a rerun of the baseline cannot be told apart from run-to-run noise';
   return (
     `Every question that failed before was trained on, so the change is a memorization check: ${change}, ` +
-    `and ${formatCount(others.table.broken)} of the ${questions(others.questions, 'other')} broke; ` +
+    `and ${formatCount(broke)} of the ${questions(others.questions, 'other')} broke${noiseClause}; ` +
     `generalization was not measured, so ${HELD_OUT_ADVICE}.`
   );
 }

@@ -151,7 +151,10 @@ export const benchmarkAnalyze = defineTool({
     if (comparison.training) {
       const t = comparison.training;
       facts.push(`Trained-on questions (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
-      facts.push(`Not-trained-on questions (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)}.`);
+      facts.push(`Not-trained-on questions (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)} (mostly questions that were right before, which can only break: not a fair measure alone).`);
+      if (t.generalization) {
+        facts.push(`Generalization estimate (untrained questions weighted to all by how they did before; the verdict's basis): ${formatPoints(t.generalization.estimate)}, 95% CI ${formatPointsRange(t.generalization.interval)}.`);
+      }
       if (t.generalizationNote) facts.push(t.generalizationNote);
     }
     if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);

@@ -61,6 +61,16 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
   if (comparison.training) {
     rows.push(figureRow('Trained on (memorization check)', comparison.training.trainedOn));
     rows.push(figureRow('Not trained on', comparison.training.notTrainedOn));
+    const g = comparison.training.generalization;
+    if (g) {
+      // The verdict's figure: the untrained questions weighted back to all of them by how they did before.
+      rows.push([
+        cell(`Not trained on, weighted to all (${formatCount(o.questions)})`),
+        cell(''),
+        cell(''),
+        cell(`${formatSignedPoints(g.estimate)} pts (${formatPointsRange(g.interval)})`),
+      ]);
+    }
     if (comparison.training.heldOut && comparison.training.heldOut.questions > 0) rows.push(figureRow('Held out', comparison.training.heldOut));
   }
   rows.push([cell('Fixed (wrong → right)'), cell(''), cell(formatCount(o.table.fixed)), cell('')]);
