@@ -39,7 +39,10 @@ export async function runLoops(
 ): Promise<LoopsRun> {
   const postgres = await startPostgres();
   const slack = await startFakeSlack({ teamId: TEAM });
-  const model = await startScriptedAnthropic(loopScript());
+  // BENCH_MODEL_MS: every model answer takes this long, as a real model's would (0: instant).
+  const modelMs = Number(process.env.BENCH_MODEL_MS ?? 0);
+  const script = loopScript();
+  const model = await startScriptedAnthropic(modelMs > 0 ? async (req, ctx) => ({ delayMs: modelMs, then: await script(req, ctx) }) : script);
   const databaseUrl = await postgres.createDatabase('loops');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-loops-'));
   // Each loop costs about 12 credits on the sandbox: give the account enough for all of them.

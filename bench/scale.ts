@@ -10,7 +10,7 @@ const TIME_SCALE = process.env.BENCH_SCALE_TIME_SCALE ?? '0.05';
 const RAMP_S = envNumber('BENCH_SCALE_RAMP_S', 0);
 
 export async function main(): Promise<void> {
-  console.log(`scale: ${LOOPS} loops, mentions ${RAMP_S > 0 ? `spread over ${RAMP_S} s` : 'all at once'}, WORKER_CONCURRENCY=${CONCURRENCY}, SANDBOX_TIME_SCALE=${TIME_SCALE}, model answers instantly`);
+  console.log(`scale: ${LOOPS} loops, mentions ${RAMP_S > 0 ? `spread over ${RAMP_S} s` : 'all at once'}, WORKER_CONCURRENCY=${CONCURRENCY}, SANDBOX_TIME_SCALE=${TIME_SCALE}, model answers ${Number(process.env.BENCH_MODEL_MS ?? 0) > 0 ? `after ${process.env.BENCH_MODEL_MS} ms` : 'instantly'}`);
   let lastPrint = 0;
   const run = await runLoops(LOOPS, {
     env: { WORKER_CONCURRENCY: CONCURRENCY, SANDBOX_TIME_SCALE: TIME_SCALE, LOG_LEVEL: 'warn' },

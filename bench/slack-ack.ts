@@ -94,6 +94,8 @@ export async function main(): Promise<void> {
       if (process.env.BENCH_ACK_STOP_WORKER === '1') {
         await bot.stop();
         console.log(`  ack only (worker stopped): p50 ${fmt(m.p50, 2)} p99 ${fmt(m.p99, 2)} max ${fmt(m.max)} ms; bare p50 ${fmt(b.p50, 2)} p99 ${fmt(b.p99, 2)}`);
+        ratiosP99.push(m.p99 / b.p99);
+        ratiosP50.push(m.p50 / b.p50);
         continue;
       }
       // Every acknowledged event must become exactly one trigger and one finished turn.

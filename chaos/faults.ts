@@ -289,11 +289,11 @@ export async function platformFaults(o: { loops: number; apiErrorRate: number; a
 }
 
 /** Concurrent loops whose webhooks are duplicated, delayed, reordered and dropped by a hostile proxy and the sandbox. */
-export async function webhookStorm(o: { loops: number; seed?: number; platformDuplicate?: number; newDatabase?: NewDatabase }): Promise<Figure> {
+export async function webhookStorm(o: { loops: number; seed?: number; platformDuplicate?: number; proxyDuplicate?: number; newDatabase?: NewDatabase }): Promise<Figure> {
   const started = Date.now();
   const c = new Checks();
   const h = await loopHarness({ newDatabase: o.newDatabase, env: { ...SWEEP_ENV, WORKER_CONCURRENCY: '8' }, botOptions: { sandbox: { faults: { webhookDuplicate: o.platformDuplicate ?? 0.3, webhookReorder: 0.3, webhookDelayMs: 100 } } } });
-  const proxy = await startWebhookProxy([`${h.url()}/webhooks/platform`], { drop: 0.1, duplicate: 0.8, maxDelayMs: 1500 }, seeded(o.seed ?? 11));
+  const proxy = await startWebhookProxy([`${h.url()}/webhooks/platform`], { drop: 0.1, duplicate: o.proxyDuplicate ?? 0.8, maxDelayMs: 1500 }, seeded(o.seed ?? 11));
   let deliveries = 0;
   try {
     await h.bot()!.sandbox!.setWebhookUrl(proxy.url);
@@ -319,7 +319,7 @@ export async function webhookStorm(o: { loops: number; seed?: number; platformDu
   }
   return {
     fault: 'Webhooks duplicated, reordered, delayed, dropped',
-    tried: `${o.loops} concurrent loops; sandbox dup ${o.platformDuplicate ?? 0.3}, reorder 0.3, 100 ms delay; proxy drop 0.1, dup x2-4 at 0.8, delay 0-1.5 s`,
+    tried: `${o.loops} concurrent loops; sandbox dup ${o.platformDuplicate ?? 0.3}, reorder 0.3, 100 ms delay; proxy drop 0.1, dup x2-4 at ${o.proxyDuplicate ?? 0.8}, delay 0-1.5 s`,
     times: deliveries,
     held: 'every loop finished; exactly one launch per step and one turn per event',
     ms: Date.now() - started,
