@@ -64,23 +64,6 @@ export async function recordModelCall(
   return row;
 }
 
-/** Adds one model call's usage and price to the turn, summed in SQL as numeric. */
-export async function addTurnUsage(db: Db, teamId: string, turnId: string, usage: TokenUsage, costUsd: string): Promise<void> {
-  await db
-    .updateTable('turns')
-    .set((eb) => ({
-      model_calls: eb('model_calls', '+', 1),
-      input_tokens: eb('input_tokens', '+', usage.inputTokens),
-      output_tokens: eb('output_tokens', '+', usage.outputTokens),
-      cache_read_tokens: eb('cache_read_tokens', '+', usage.cacheReadTokens),
-      cache_write_tokens: eb('cache_write_tokens', '+', usage.cacheWriteTokens),
-      cost_usd: sql<string>`cost_usd + ${costUsd}::numeric`,
-    }))
-    .where('team_id', '=', teamId)
-    .where('id', '=', turnId)
-    .execute();
-}
-
 export async function finishTurn(
   db: Db,
   teamId: string,
