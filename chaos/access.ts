@@ -24,6 +24,15 @@ function readingScript(): Script {
   };
 }
 
+/** Home tab publishes still queued (after a turn, a refresh waits up to 2 s to coalesce). */
+async function pendingHomePublishes(h: Harness): Promise<number | undefined> {
+  const row = await sql<{ n: string }>`
+    select count(*) as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = 'publish_home'`.execute(h.db.db);
+  const n = Number(row.rows[0]!.n);
+  return n === 0 ? n : undefined;
+}
+
 async function triggerCount(h: Harness): Promise<number> {
   return Number((await sql<{ n: string }>`select count(*) as n from triggers`.execute(h.db.db)).rows[0]!.n);
 }
@@ -53,6 +62,10 @@ export async function tenantIsolation(o: { newDatabase?: NewDatabase }): Promise
     probes += 2;
 
     for (const [team, user, others] of [[TEAM, OWNER, runsB], [OTHER_TEAM, OWNER, runsA]] as const) {
+      // Both workspaces' owners have the same user id here, and the fake Slack cannot tell their Home
+      // tabs apart: let the loops' own refreshes land first, so the publishes below are this probe's.
+      await waitUntil(() => pendingHomePublishes(h), 20_000, 'queued Home refreshes to finish');
+      await sleep(300);
       const before = h.slack.callsTo('views.publish').length;
       await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
         user,

@@ -148,8 +148,9 @@ export async function ingestPlatformEvents(
       ) with ordinality as i(webhook_id, type, kind, resource_id, dedupe_key, ord)
     ),
     receipt as (
+      -- In id order, so two batches holding the same redelivered ids lock them in the same order.
       insert into webhook_receipts (webhook_id, type, resource_id)
-      select webhook_id, type, resource_id from input
+      select webhook_id, type, resource_id from input order by webhook_id
       on conflict (webhook_id) do nothing
       returning webhook_id
     ),
