@@ -85,8 +85,8 @@ export async function crashLoop(o: { points: number; seed?: number; newDatabase?
   };
 }
 
-/** A dedicated Postgres stopped and started again on the same port while loops run. */
-async function freePortOutsideEphemeralRange(): Promise<number> {
+/** A free port below the kernel's ephemeral range, for a Postgres that must restart on the same port. */
+export async function freePortOutsideEphemeralRange(): Promise<number> {
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 10_000);
     const free = await new Promise<boolean>((resolve) => {
@@ -98,6 +98,16 @@ async function freePortOutsideEphemeralRange(): Promise<number> {
   }
 }
 
+/** Rejects when `promise` has not settled within `ms`, naming what was awaited. */
+function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** A dedicated Postgres stopped and started again on the same port while loops run. */
 export async function postgresRestart(o: { restarts: number; downMs?: number }): Promise<Figure> {
   const started = Date.now();
   const c = new Checks();
@@ -109,18 +119,23 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
   const url = await pg.newDatabase();
   const h = await loopHarness({ mode: 'process', databaseUrl: url, env: SWEEP_ENV });
   let restarted = 0;
+  let step = 'start';
   try {
     const threads: string[] = [];
     for (let i = 0; i < o.restarts; i += 1) {
+      step = `loop ${i + 1}: first posts`;
       const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
       threads.push(m.ts);
-      await h.waitForPosts(m.ts, 1 + (i % 3), 60_000);
-      await server.stop();
+      await h.waitForPosts(m.ts, 1 + (i % 3), 45_000);
+      step = `restart ${i + 1}: stopping Postgres`;
+      await within(30_000, server.stop(), 'Postgres to stop');
       await sleep(o.downMs ?? 1500);
+      step = `restart ${i + 1}: starting Postgres`;
       server = await startEmbeddedPostgres({ dataDir: pg.dataDir, port });
       restarted += 1;
     }
-    for (const ts of threads) await waitForVerdict(h, ts, 120_000);
+    step = 'waiting for the verdicts';
+    for (const ts of threads) await waitForVerdict(h, ts, 90_000);
     await sleep(1500);
     c.equal(await sandboxCounts(h.db.db), { runs: 2 * threads.length, trainings: threads.length, datasets: threads.length }, 'sandbox launches');
     threads.forEach((ts, i) => checkLoopThread(c, h, ts, `loop ${i + 1}`));
@@ -128,10 +143,13 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
     const health = await fetch(`${h.url()}/healthz`);
     c.equal(health.status, 200, 'health after the restarts');
   } catch (error) {
-    c.check(false, (error as Error).message);
+    c.check(false, `${step}: ${(error as Error).message}`);
+    // What the bot said about it, for the next person who sees this fail.
+    const lines = (await h.logs()).split('\n').filter((line) => /"level":(40|50|60)/.test(line));
+    console.log(`[postgres-restart] last warnings and errors of the bot:\n${lines.slice(-25).join('\n')}`);
   } finally {
-    await h.stop();
-    await server.stop();
+    await within(30_000, h.stop(), 'the bot to stop').catch((error: unknown) => c.check(false, (error as Error).message));
+    await within(30_000, server.stop(), 'Postgres to stop').catch((error: unknown) => c.check(false, (error as Error).message));
   }
   return {
     fault: 'Postgres restarted mid-loop',

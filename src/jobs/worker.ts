@@ -97,14 +97,47 @@ export async function startWorker(options: {
     return dead;
   };
 
-  const runner: Runner = await run({
-    pgPool: options.pool,
-    concurrency: options.concurrency,
-    noHandleSignals: true,
-    pollInterval: options.pollIntervalMs ?? 2000,
-    taskList: options.taskList,
-    events,
-    logger: glog,
+  const startRunner = () =>
+    run({
+      pgPool: options.pool,
+      concurrency: options.concurrency,
+      noHandleSignals: true,
+      pollInterval: options.pollIntervalMs ?? 2000,
+      taskList: options.taskList,
+      events,
+      logger: glog,
+    });
+  let runner: Runner = await startRunner();
+
+  // A graphile-worker 0.16 worker that cannot record a job's end (the database went away at that
+  // moment) "commits seppuku": it leaves the pool for good and is never replaced, so every
+  // Postgres outage could cost workers until none was left and no turn ran again. When one dies, a
+  // fresh runner with the full count takes over and the old one is stopped gracefully (its other
+  // workers finish their jobs); the dead worker's job is unlocked by the heartbeat reaper.
+  let stopping = false;
+  let replacing: Promise<void> | null = null;
+  const replaceRunner = (): void => {
+    if (stopping || replacing) return;
+    replacing = (async () => {
+      const old = runner;
+      for (let attempt = 0; !stopping; attempt += 1) {
+        try {
+          runner = await startRunner();
+          logger.warn('job workers replaced after a worker died');
+          break;
+        } catch (error) {
+          logger.warn({ err: error, attempt }, 'could not restart the job workers yet; retrying');
+          await new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 250 * 2 ** attempt)));
+        }
+      }
+      await old.stop().catch((error: unknown) => logger.warn({ err: error }, 'stopping the old job workers failed'));
+    })().finally(() => {
+      replacing = null;
+    });
+  };
+  events.on('worker:fatalError', ({ error }) => {
+    logger.error({ err: error }, 'a job worker died (its job could not be released); replacing the workers');
+    replaceRunner();
   });
 
   const intervalMs = Math.max(250, Math.floor((options.staleSeconds * 1000) / 3));
@@ -128,6 +161,8 @@ export async function startWorker(options: {
     reapDeadWorkers,
     stop: async () => {
       clearInterval(timer);
+      stopping = true;
+      await replacing;
       await runner.stop();
       await utils.release();
     },

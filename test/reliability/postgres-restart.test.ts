@@ -7,5 +7,5 @@ describe('reliability: Postgres restarted', () => {
   it('Postgres restarted mid-loop: the bot reconnects by itself and the loop finishes', async () => {
     const figure = printFigure(await postgresRestart({ restarts: 1 }));
     expect(figure.failures).toEqual([]);
-  }, 180_000);
+  }, 240_000);
 });
