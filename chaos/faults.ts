@@ -119,6 +119,7 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
   const url = await pg.newDatabase();
   const h = await loopHarness({ mode: 'process', databaseUrl: url, env: SWEEP_ENV });
   let restarted = 0;
+  let replaced = 0;
   let step = 'start';
   try {
     const threads: string[] = [];
@@ -142,6 +143,7 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
     c.equal(h.crashes, [], 'bot process exits');
     const health = await fetch(`${h.url()}/healthz`);
     c.equal(health.status, 200, 'health after the restarts');
+    replaced = (await h.logs()).split('\n').filter((line) => line.includes('job workers replaced')).length;
   } catch (error) {
     c.check(false, `${step}: ${(error as Error).message}`);
     // What the bot said about it, for the next person who sees this fail.
@@ -155,7 +157,7 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
     fault: 'Postgres restarted mid-loop',
     tried: `stop Postgres for ${o.downMs ?? 1500} ms after the 1st/2nd/3rd post of a loop, start it on the same port`,
     times: restarted,
-    held: 'the bot reconnected by itself; every loop finished with exactly one launch per step',
+    held: `the bot reconnected by itself; every loop finished with exactly one launch per step; job workers replaced ${replaced} time(s) after a worker died mid-outage`,
     ms: Date.now() - started,
     failures: c.failures,
   };
