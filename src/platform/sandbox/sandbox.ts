@@ -105,7 +105,14 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
   const seed = options.seed ?? DEFAULT_SEED;
   const timeScale = options.timeScale ?? 1;
   if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 8 });
+  // Bounded waits: after a database restart no connect or query may hang the work loop for ever.
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: 8,
+    connectionTimeoutMillis: 10_000,
+    query_timeout: 30_000,
+    keepAlive: true,
+  });
   pool.on('error', (error) => logger.error({ err: error }, 'sandbox database connection error'));
 
   try {
