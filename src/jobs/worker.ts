@@ -122,7 +122,17 @@ export async function startWorker(options: {
       const old = runner;
       for (let attempt = 0; !stopping; attempt += 1) {
         try {
-          runner = await startRunner();
+          // A start that hangs (seen while the database was coming back) is abandoned and retried.
+          let timer: NodeJS.Timeout | undefined;
+          const starting = startRunner();
+          const timedOut = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('the job workers did not start within 20 s')), 20_000);
+          });
+          runner = await Promise.race([starting, timedOut]).finally(() => clearTimeout(timer)).catch((error: unknown) => {
+            // If the abandoned start completes later, stop that runner rather than keep two.
+            starting.then((late) => late.stop(), () => undefined).catch(() => undefined);
+            throw error;
+          });
           logger.warn('job workers replaced after a worker died');
           break;
         } catch (error) {

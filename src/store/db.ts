@@ -17,13 +17,13 @@ export interface DbHandle {
 
 export function createDb(connectionString: string, options: { max?: number; onError?: (error: Error) => void } = {}): DbHandle {
   // Bounded waits: after a database restart no query may hang a turn (or shutdown) for ever; the
-  // longest legitimate statement (a migration, a batch ingest) takes seconds.
+  // longest legitimate statement (a migration, a batch ingest, an Activity export) takes seconds.
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 20,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
-    query_timeout: 120_000,
+    query_timeout: 30_000,
     keepAlive: true,
   });
   // A dropped connection (Postgres restarted) must not crash the process; the pool reconnects on next use.
