@@ -95,8 +95,12 @@ describe('webhook delivery', () => {
       late = await startReceiver(port);
       const events = await waitFor(() => eventsFor(late!, run.id).length > 0 && eventsFor(late!, run.id));
       expect(events[0]?.type).toBe('run.completed');
-      const [row] = await outbox(run.id);
-      expect(row?.status).toBe('delivered');
+      // The sender marks the row after the receiver's answer, a moment after the receiver saw it.
+      const row = await waitFor(async () => {
+        const [found] = await outbox(run.id);
+        return found?.status === 'delivered' ? found : undefined;
+      });
+      expect(row.status).toBe('delivered');
       expect(row!.attempts).toBeGreaterThanOrEqual(2);
     } finally {
       await sandbox.setWebhookUrl(receiver.url);
@@ -110,7 +114,8 @@ describe('webhook delivery', () => {
     await waitFor(async () => ((await outbox(run.id))[0]?.attempts ?? 0) >= 1);
     receiver.status = 200;
     await waitFor(() => eventsFor(receiver, run.id).length > 0);
-    expect((await outbox(run.id))[0]?.status).toBe('delivered');
+    // Marked delivered once the answer is back, a moment after the receiver saw the event.
+    expect(await waitFor(async () => ((await outbox(run.id))[0]?.status === 'delivered' ? 'delivered' : undefined))).toBe('delivered');
 
     const broken = await startReceiver();
     broken.status = 503;
