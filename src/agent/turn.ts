@@ -281,7 +281,7 @@ async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages
       ctx.logger.warn({ tool: use.name, code: error.code, attempt: job.attempts }, 'platform unavailable; the turn will be retried');
       throw new RetryLater(`platform unavailable: ${error.message}`);
     }
-    if (error instanceof ToolError || isCodedError(error)) {
+    if (error instanceof ToolError || isPlatformError(error)) {
       ctx.logger.info({ tool: use.name, code: (error as { code: string }).code }, 'tool returned an error');
       return { content: `${(error as Error).message}`, isError: true };
     }
@@ -292,10 +292,6 @@ async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages
 /** Turns woken by the platform or the sweep: no person is waiting, so the job engine may retry them. */
 function isAutomatic(trigger: Trigger): boolean {
   return trigger.kind === 'platform_event' || trigger.kind === 'reconcile';
-}
-
-function isCodedError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'PlatformError';
 }
 
 async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unknown, job: JobInfo): Promise<void> {
