@@ -147,8 +147,8 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
   } catch (error) {
     c.check(false, `${step}: ${(error as Error).message}`);
     // What the bot said about it, for the next person who sees this fail.
-    const lines = (await h.logs()).split('\n').filter((line) => /"level":(40|50|60)/.test(line));
-    console.log(`[postgres-restart] last warnings and errors of the bot:\n${lines.slice(-25).join('\n')}`);
+    const lines = (await h.logs()).split('\n').filter((line) => /"level":(40|50|60)/.test(line) || (line.length > 0 && !line.startsWith('{')));
+    console.log(`[postgres-restart] bot exits: ${JSON.stringify(h.crashes)}; last warnings, errors and stderr of the bot:\n${lines.slice(-25).map((line) => line.slice(0, 400)).join('\n')}`);
   } finally {
     await within(30_000, h.stop(), 'the bot to stop').catch((error: unknown) => c.check(false, (error as Error).message));
     await within(30_000, server.stop(), 'Postgres to stop').catch((error: unknown) => c.check(false, (error as Error).message));

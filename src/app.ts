@@ -81,7 +81,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     }
     const db = createDb(databaseUrl, {
       max: Math.max(10, config.workerConcurrency + 10),
-      onError: (error) => logger.warn({ err: error }, 'idle database connection lost; the pool reconnects'),
+      onError: (error) => logger.warn({ err: error }, 'database connection lost; the pool reconnects'),
     });
     cleanups.push(() => db.close());
     await migrateToLatest(db.db);

@@ -2,6 +2,7 @@
 import { Kysely, Migrator, PostgresDialect, type MigrationResultSet } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../../migrations/index.js';
+import { createPgPool } from './pool.js';
 import type { Database } from './tables.js';
 
 export type Db = Kysely<Database>;
@@ -16,18 +17,7 @@ export interface DbHandle {
 }
 
 export function createDb(connectionString: string, options: { max?: number; onError?: (error: Error) => void } = {}): DbHandle {
-  // Bounded waits: after a database restart no query may hang a turn (or shutdown) for ever; the
-  // longest legitimate statement (a migration, a batch ingest, an Activity export) takes seconds.
-  const pool = new pg.Pool({
-    connectionString,
-    max: options.max ?? 20,
-    idleTimeoutMillis: 30_000,
-    connectionTimeoutMillis: 10_000,
-    query_timeout: 30_000,
-    keepAlive: true,
-  });
-  // A dropped connection (Postgres restarted) must not crash the process; the pool reconnects on next use.
-  pool.on('error', (error) => options.onError?.(error));
+  const pool = createPgPool({ connectionString, max: options.max ?? 20, idleTimeoutMillis: 30_000 }, (error) => options.onError?.(error));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

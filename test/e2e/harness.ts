@@ -196,9 +196,11 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ),
     kill: async () => {
       if (child) {
-        const done = new Promise((resolve) => child!.once('exit', resolve));
+        // A child that already died (a crash the test is about to report) has no 'exit' left to wait for.
+        const exited = child.exitCode !== null || child.signalCode !== null;
+        const done = exited ? Promise.resolve() : new Promise((resolve) => child!.once('exit', resolve));
         killing.add(child);
-        child.kill('SIGKILL');
+        if (!exited) child.kill('SIGKILL');
         await done;
         child = undefined;
       } else if (bot) {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
+import { createPgPool } from '../../store/pool.js';
 import { Agent } from 'undici';
 import { WebhookEndpointRequestSchema } from '../contract.js';
 import { generateWebhookSecret } from '../webhooks.js';
@@ -105,15 +105,9 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
   const seed = options.seed ?? DEFAULT_SEED;
   const timeScale = options.timeScale ?? 1;
   if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
-  // Bounded waits: after a database restart no connect or query may hang the work loop for ever.
-  const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
-    max: 8,
-    connectionTimeoutMillis: 10_000,
-    query_timeout: 30_000,
-    keepAlive: true,
-  });
-  pool.on('error', (error) => logger.error({ err: error }, 'sandbox database connection error'));
+  const pool = createPgPool({ connectionString: options.databaseUrl, max: 8 }, (error) =>
+    logger.error({ err: error }, 'sandbox database connection error'),
+  );
 
   try {
     await migrateSandboxSchema(pool);
