@@ -406,6 +406,7 @@ export async function replicas(o: { loops: number; newDatabase: NewDatabase }): 
     c.equal(undone.length, 0, 'triggers not done');
     c.equal(slack.violations, [], 'Slack violations');
     c.check((await b.logs()).includes('unlocking jobs of workers that stopped heart-beating'), 'replica B unlocked the dead replica\'s job');
+    c.equal([...a.crashes, ...b.crashes], [], 'replica exits the test did not cause');
   } catch (error) {
     c.check(false, (error as Error).message);
   } finally {
