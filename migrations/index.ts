@@ -1,7 +1,9 @@
 // The ordered list of migrations, imported statically so the bot runs the same from source or a build.
 import type { Migration } from 'kysely';
 import * as initial from './2026-12-02-001-initial.js';
+import * as channelPostSlots from './2026-12-03-001-channel-post-slots.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
+  '2026-12-03-001-channel-post-slots': channelPostSlots,
 };

@@ -2,7 +2,7 @@
 import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
-import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, type PostPayload } from '../store/posts.js';
+import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import { SLACK_LIMITS } from './limits.js';
 
@@ -60,8 +60,6 @@ interface SlackErrorLike {
 }
 
 export class SlackPoster {
-  private readonly lastPostAt = new Map<string, number>();
-
   constructor(
     private readonly db: Db,
     private readonly clients: SlackClients,
@@ -100,7 +98,7 @@ export class SlackPoster {
     } as ChatPostMessageArguments;
 
     for (let rateLimitedTries = 0; ; rateLimitedTries += 1) {
-      await this.pace(post.channel_id);
+      await this.pace(post.team_id, post.channel_id);
       try {
         const result = await this.clients.writer.chat.postMessage(args);
         const ts = String(result.ts);
@@ -130,14 +128,11 @@ export class SlackPoster {
     }
   }
 
-  private async pace(channel: string): Promise<void> {
-    // Reserve the slot before waiting, so concurrent turns posting to one channel queue up instead of bursting.
-    const last = this.lastPostAt.get(channel);
-    const now = Date.now();
-    const slot = last === undefined ? now : Math.max(now, last + SLACK_LIMITS.postIntervalMsPerChannel);
-    if (this.lastPostAt.size > 10_000) this.lastPostAt.clear();
-    this.lastPostAt.set(channel, slot);
-    if (slot > now) await sleep(slot - now);
+  private async pace(teamId: string, channel: string): Promise<void> {
+    // The slot is reserved in Postgres before waiting, so concurrent turns posting to one channel,
+    // in this process or in another replica, queue up instead of bursting.
+    const wait = await reservePostSlot(this.db, teamId, channel, SLACK_LIMITS.postIntervalMsPerChannel);
+    if (wait > 0) await sleep(wait);
   }
 
   private async findPosted(post: Post): Promise<string | undefined> {

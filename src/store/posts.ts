@@ -87,3 +87,18 @@ export async function countPosts(db: Db, teamId: string, chatId: string): Promis
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * Reserves the next post slot of a channel, at least `intervalMs` after the previous one, for every
+ * process sharing this database (replicas), and returns how long to wait for it. One statement: the
+ * row lock orders concurrent reservations, and the database clock is the only clock involved.
+ */
+export async function reservePostSlot(db: Db, teamId: string, channelId: string, intervalMs: number): Promise<number> {
+  const { rows } = await sql<{ wait_ms: number }>`
+    insert into channel_post_slots as s (team_id, channel_id, last_slot)
+    values (${teamId}, ${channelId}, clock_timestamp())
+    on conflict (team_id, channel_id) do update
+      set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
+    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
+  return rows[0]!.wait_ms;
+}

@@ -141,6 +141,12 @@ export interface WorkerHeartbeatsTable {
   last_seen: Timestamp;
 }
 
+export interface ChannelPostSlotsTable {
+  team_id: string;
+  channel_id: string;
+  last_slot: Generated<Timestamp>;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -151,6 +157,7 @@ export interface Database {
   activity: ActivityTable;
   webhook_receipts: WebhookReceiptsTable;
   worker_heartbeats: WorkerHeartbeatsTable;
+  channel_post_slots: ChannelPostSlotsTable;
 }
 
 export type Chat = Selectable<ChatsTable>;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { migrations } from '../../migrations/index.js';
 import { createDb, migrateToLatest } from '../../src/store/db.js';
 import { createTestDatabase } from '../helpers/database.js';
 
@@ -10,7 +11,9 @@ describe('migrations', () => {
     try {
       const results = await Promise.all(replicas.map((r) => migrateToLatest(r.db)));
       const applied = results.flatMap((r) => r.results ?? []).filter((r) => r.status === 'Success');
-      expect(applied.map((r) => r.migrationName)).toEqual(['2026-12-02-001-initial']);
+      // Each migration applied exactly once across the three, in order.
+      expect(applied.map((r) => r.migrationName)).toEqual(Object.keys(migrations).sort());
+      expect(applied.length).toBeGreaterThanOrEqual(2);
       const tables = await sql<{ n: string }>`select count(*) as n from information_schema.tables where table_schema = 'public' and table_name = 'chats'`.execute(replicas[0]!.db);
       expect(Number(tables.rows[0]!.n)).toBe(1);
       // A later start finds nothing to do.
