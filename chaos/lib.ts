@@ -69,6 +69,7 @@ export async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 6
 
 /** Per-thread checks of the full loop: four posts (three launch reports and the verdict), no duplicates, in order. */
 export function checkLoopThread(c: Checks, h: Harness, threadTs: string, label: string, channel?: string): void {
+  const failuresBefore = c.failures.length;
   const posts = h.posts(threadTs, channel);
   c.equal(posts.length, 4, `${label}: posts in the thread`);
   const keys = posts.map((p) => (p.metadata?.event_payload as { post_key?: string } | undefined)?.post_key ?? p.ts);
@@ -77,6 +78,9 @@ export function checkLoopThread(c: Checks, h: Harness, threadTs: string, label: 
   c.check(/Launched LoRA training/.test(posts[1]?.text ?? ''), `${label}: second post is the training launch`);
   c.check(/Launched run/.test(posts[2]?.text ?? ''), `${label}: third post is the trained-run launch`);
   c.check(posts[3] !== undefined && isVerdict(posts[3]), `${label}: fourth post is the verdict`);
+  if (c.failures.length > failuresBefore) {
+    c.check(false, `${label}: the thread as posted: ${JSON.stringify(posts.map((p) => p.text.slice(0, 100)))}`);
+  }
 }
 
 /** Launches per chat recorded by the bot: exactly two runs and one training per finished loop. */
