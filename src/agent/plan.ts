@@ -25,6 +25,8 @@ export const PlanSchema = z.object({
   heldOutFraction: z.number().min(0).max(0.9),
   trainedModelId: z.string().optional(),
   steps: z.array(PlanStepSchema).min(1),
+  /** The plan-set tool call that recorded it, so that call, run again after a crash, is recognised. */
+  setByToolUseId: z.string().optional(),
 });
 export type Plan = z.infer<typeof PlanSchema>;
 

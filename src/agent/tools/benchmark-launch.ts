@@ -5,7 +5,7 @@ import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, recordLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkLaunch = defineTool({
@@ -22,29 +22,42 @@ export const benchmarkLaunch = defineTool({
       if (isPlatformError(error) && error.code === 'not_found') return benchmarkDetails.run({ benchmarkId }, ctx);
       throw error;
     }
-    const [model, balance] = await Promise.all([ctx.platform.getModel(modelId), ctx.platform.getBalance()]);
-    const price = priceOf(benchmark.pricing, model.params);
-    const decision = await authorizeLaunch(
-      ctx,
-      { tool: 'benchmark-launch', benchmarkId, modelId },
-      { credits: price, availableCredits: balance.availableCredits },
-      { toolUseId: ctx.toolUseId ?? 'call' },
-    );
-    if (!decision.allowed) return refusalResult(decision);
-    const run = await ctx.platform.launchRun({ benchmarkId, modelId }, decision.idempotencyKey);
-    await recordLaunch(ctx, {
-      kind: 'run',
-      platformId: run.id,
-      planStep: decision.planStep,
-      status: run.status,
-      priceEstimate: run.priceCredits,
-      webUrl: run.webUrl,
-      details: { benchmarkId, modelId },
-      stepChange: { status: 'launched', runId: run.id },
-    });
+    const [model, balance, earlier] = await Promise.all([
+      ctx.platform.getModel(modelId),
+      ctx.platform.getBalance(),
+      launchedByThisCall(ctx, 'run'),
+    ]);
+    let run;
+    let planStep: string | null;
+    if (earlier) {
+      // This call launched it before the turn was interrupted: report that launch again.
+      run = await ctx.platform.getRun(earlier.platform_id);
+      planStep = earlier.plan_step;
+    } else {
+      const price = priceOf(benchmark.pricing, model.params);
+      const decision = await authorizeLaunch(
+        ctx,
+        { tool: 'benchmark-launch', benchmarkId, modelId },
+        { credits: price, availableCredits: balance.availableCredits },
+        { toolUseId: ctx.toolUseId ?? 'call' },
+      );
+      if (!decision.allowed) return refusalResult(decision);
+      run = await ctx.platform.launchRun({ benchmarkId, modelId }, decision.idempotencyKey);
+      planStep = decision.planStep;
+      await recordLaunch(ctx, {
+        kind: 'run',
+        platformId: run.id,
+        planStep: decision.planStep,
+        status: run.status,
+        priceEstimate: run.priceCredits,
+        webUrl: run.webUrl,
+        details: { benchmarkId, modelId },
+        stepChange: { status: 'launched', runId: run.id },
+      });
+    }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${decision.planStep ? ` This is plan step ${decision.planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${planStep ? ` This is plan step ${planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
     };
   },
 });

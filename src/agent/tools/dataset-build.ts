@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { currentPlan, recordLaunch, requireOwnResource } from './shared.js';
+import { currentPlan, launchedByThisCall, recordLaunch, requireOwnResource } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const datasetBuild = defineTool({
@@ -19,23 +19,30 @@ export const datasetBuild = defineTool({
     const plan = currentPlan(ctx);
     const augmentation = input.augmentation ?? plan?.augmentation ?? 5;
     const heldOutFraction = input.heldOutFraction ?? plan?.heldOutFraction ?? 0;
-    const intent = { tool: 'dataset-build' as const, runId: input.runId, augmentation, heldOutFraction };
-    const decision = await authorizeLaunch(ctx, intent, { credits: 0, availableCredits: 0 }, { toolUseId: ctx.toolUseId ?? 'call' });
-    if (!decision.allowed) return refusalResult(decision);
-    const dataset = await ctx.platform.buildDataset(
-      { runId: input.runId, augmentation, heldOutFraction, seed: 7 },
-      decision.idempotencyKey,
-    );
-    await recordLaunch(ctx, {
-      kind: 'dataset',
-      platformId: dataset.id,
-      planStep: decision.planStep,
-      status: dataset.status,
-      priceEstimate: 0,
-      webUrl: null,
-      details: { runId: dataset.runId, trained: dataset.trainedQuestionIds.length, heldOut: dataset.heldOutQuestionIds.length },
-      stepChange: { datasetId: dataset.id },
-    });
+    const earlier = await launchedByThisCall(ctx, 'dataset');
+    let dataset;
+    if (earlier) {
+      // This call built it before the turn was interrupted: report that dataset again.
+      dataset = await ctx.platform.getDataset(earlier.platform_id);
+    } else {
+      const intent = { tool: 'dataset-build' as const, runId: input.runId, augmentation, heldOutFraction };
+      const decision = await authorizeLaunch(ctx, intent, { credits: 0, availableCredits: 0 }, { toolUseId: ctx.toolUseId ?? 'call' });
+      if (!decision.allowed) return refusalResult(decision);
+      dataset = await ctx.platform.buildDataset(
+        { runId: input.runId, augmentation, heldOutFraction, seed: 7 },
+        decision.idempotencyKey,
+      );
+      await recordLaunch(ctx, {
+        kind: 'dataset',
+        platformId: dataset.id,
+        planStep: decision.planStep,
+        status: dataset.status,
+        priceEstimate: 0,
+        webUrl: null,
+        details: { runId: dataset.runId, trained: dataset.trainedQuestionIds.length, heldOut: dataset.heldOutQuestionIds.length },
+        stepChange: { datasetId: dataset.id },
+      });
+    }
     return {
       content: `Dataset ${dataset.id} built from run ${dataset.runId}: ${dataset.failedQuestionCount} failed questions, ${dataset.trainedQuestionIds.length} trained on, ${dataset.heldOutQuestionIds.length} held out, augmentation x${dataset.augmentation} -> ${dataset.exampleCount} examples, ${dataset.tokenCount} tokens.`,
     };

@@ -25,6 +25,10 @@ export const planSet = defineTool({
       throw new ToolError(`Only <@${ctx.chat.owner_user_id}>, who started this thread, or an admin can set a plan here.`);
     }
     const existing = currentPlan(ctx);
+    // This call recorded it before the turn was interrupted (its result never stored): say so again.
+    if (existing && ctx.toolUseId && existing.setByToolUseId === ctx.toolUseId) {
+      return { content: `Plan recorded:\n${describePlan(existing)}` };
+    }
     if (existing && existing.steps.some((s) => s.status === 'launched')) {
       throw new ToolError('A plan is already running in this thread; wait for its current step to finish.');
     }
@@ -45,6 +49,7 @@ export const planSet = defineTool({
       augmentation: input.augmentation ?? 5,
       heldOutFraction: input.heldOutFraction ?? 0,
       steps,
+      ...(ctx.toolUseId ? { setByToolUseId: ctx.toolUseId } : {}),
     };
     await savePlan(ctx, plan);
     return { content: `Plan recorded:\n${describePlan(plan)}` };

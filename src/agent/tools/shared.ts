@@ -1,8 +1,9 @@
 // Helpers the tools share: saving the plan, recording a launched resource, compact formatting.
+import { sql } from 'kysely';
 import { setChatPlan } from '../../store/chats.js';
 import { findResourceByPlatformId, markResourceNotified, resourceEventKey, upsertResource } from '../../store/resources.js';
 import { enqueueTrigger } from '../../store/triggers.js';
-import type { ResourceKind } from '../../store/tables.js';
+import type { Resource, ResourceKind } from '../../store/tables.js';
 import { parsePlan, updateStep, type Plan, type PlanStep, type PlanStepKind } from '../plan.js';
 import { ToolError, type ToolContext } from './tool.js';
 
@@ -19,6 +20,24 @@ export async function savePlan(ctx: ToolContext, plan: Plan): Promise<void> {
 
 export function currentPlan(ctx: ToolContext): Plan | undefined {
   return parsePlan(ctx.chat.plan);
+}
+
+/**
+ * The resource this very tool call launched before its turn was interrupted (the process killed, or
+ * the turn retried after an outage) and its result was never stored. A resumed turn runs the call
+ * again; it must report that launch, not launch again or be refused for a step it already started.
+ */
+export async function launchedByThisCall(ctx: ToolContext, kind: ResourceKind): Promise<Resource | undefined> {
+  if (!ctx.toolUseId) return undefined;
+  return ctx.db
+    .selectFrom('resources')
+    .selectAll()
+    .where('team_id', '=', ctx.chat.team_id)
+    .where('chat_id', '=', ctx.chat.id)
+    .where('turn_id', '=', ctx.turn.id)
+    .where('kind', '=', kind)
+    .where(sql<string>`details->>'toolUseId'`, '=', ctx.toolUseId)
+    .executeTakeFirst();
 }
 
 /** Records a resource this chat started and, when it is a plan step, marks the step launched. */
@@ -45,7 +64,7 @@ export async function recordLaunch(
     status: input.status,
     priceEstimate: input.priceEstimate,
     webUrl: input.webUrl,
-    ...(input.details ? { details: input.details } : {}),
+    details: { ...input.details, ...(ctx.toolUseId ? { toolUseId: ctx.toolUseId } : {}) },
   });
   const plan = currentPlan(ctx);
   if (plan && input.planStep) {

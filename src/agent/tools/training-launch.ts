@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, recordLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const trainingLaunch = defineTool({
@@ -15,35 +15,42 @@ export const trainingLaunch = defineTool({
     epochs: z.number().int().min(1).max(10).optional(),
   }),
   run: async (input, ctx) => {
-    const [dataset, estimate, balance] = await Promise.all([
+    const [dataset, estimate, balance, earlier] = await Promise.all([
       ctx.platform.getDataset(input.datasetId),
       ctx.platform.estimateTraining(input),
       ctx.platform.getBalance(),
+      launchedByThisCall(ctx, 'training'),
     ]);
-    const decision = await authorizeLaunch(
-      ctx,
-      { tool: 'training-launch', datasetId: input.datasetId, baseModelId: input.baseModelId },
-      { credits: estimate.priceCredits, availableCredits: balance.availableCredits },
-      { toolUseId: ctx.toolUseId ?? 'call', datasetRunId: dataset.runId },
-    );
-    if (!decision.allowed) {
-      const refused = refusalResult(decision);
-      return {
-        ...refused,
-        content: `Training estimate: ${estimate.priceCredits} credits for ${estimate.trainedTokens} tokens x ${estimate.epochs} epochs; balance ${balance.availableCredits} available. ${refused.content}`,
-      };
+    let job;
+    if (earlier) {
+      // This call launched it before the turn was interrupted: report that launch again.
+      job = await ctx.platform.getTraining(earlier.platform_id);
+    } else {
+      const decision = await authorizeLaunch(
+        ctx,
+        { tool: 'training-launch', datasetId: input.datasetId, baseModelId: input.baseModelId },
+        { credits: estimate.priceCredits, availableCredits: balance.availableCredits },
+        { toolUseId: ctx.toolUseId ?? 'call', datasetRunId: dataset.runId },
+      );
+      if (!decision.allowed) {
+        const refused = refusalResult(decision);
+        return {
+          ...refused,
+          content: `Training estimate: ${estimate.priceCredits} credits for ${estimate.trainedTokens} tokens x ${estimate.epochs} epochs; balance ${balance.availableCredits} available. ${refused.content}`,
+        };
+      }
+      job = await ctx.platform.launchTraining(input, decision.idempotencyKey);
+      await recordLaunch(ctx, {
+        kind: 'training',
+        platformId: job.id,
+        planStep: decision.planStep,
+        status: job.status,
+        priceEstimate: job.priceEstimatedCredits,
+        webUrl: job.webUrl,
+        details: { datasetId: job.datasetId, baseModelId: job.baseModelId, trained: dataset.trainedQuestionIds.length, heldOut: dataset.heldOutQuestionIds.length, augmentation: dataset.augmentation },
+        stepChange: { status: 'launched', trainingId: job.id, datasetId: job.datasetId },
+      });
     }
-    const job = await ctx.platform.launchTraining(input, decision.idempotencyKey);
-    await recordLaunch(ctx, {
-      kind: 'training',
-      platformId: job.id,
-      planStep: decision.planStep,
-      status: job.status,
-      priceEstimate: job.priceEstimatedCredits,
-      webUrl: job.webUrl,
-      details: { datasetId: job.datasetId, baseModelId: job.baseModelId, trained: dataset.trainedQuestionIds.length, heldOut: dataset.heldOutQuestionIds.length, augmentation: dataset.augmentation },
-      stepChange: { status: 'launched', trainingId: job.id, datasetId: job.datasetId },
-    });
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
       content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx)}.`,

@@ -1,0 +1,129 @@
+// The bot killed after a tool launched something but before the tool's result was stored: the
+// resumed turn runs the same tool calls again, and must report the launch it made, not launch twice
+// nor be refused ("a plan is already running", "not the next step") for a step it started itself.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isVerdict, waitForVerdict } from '../../chaos/lib.js';
+import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { sandboxCounts, startHarness, waitUntil, type Harness } from './harness.js';
+import { loopScript, SEED_MESSAGE } from './loop-script.js';
+
+const OWNER = 'UOWNER';
+
+/**
+ * A pass-through proxy in front of the platform API that, once armed with a launch path, holds
+ * the first balance read after that launch: the moment after the launch is recorded and before the
+ * tool's result is stored.
+ */
+async function startHoldingProxy(target: string) {
+  let armedFor: string | null = null;
+  let launched = false;
+  let onHeld: (() => void) | null = null;
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const path = (req.url ?? '').split('?')[0]!;
+      if (armedFor && launched && req.method === 'GET' && path.endsWith('/account')) {
+        armedFor = null;
+        held.push(res);
+        onHeld?.();
+        return;
+      }
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'content-length', 'connection'].includes(k))) as Record<string, string>;
+      const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+      fetch(target + req.url, { method: req.method, headers, ...(body && req.method !== 'GET' ? { body } : {}) })
+        .then(async (answer) => {
+          const text = Buffer.from(await answer.arrayBuffer());
+          if (armedFor && req.method === 'POST' && path.endsWith(armedFor) && answer.ok) launched = true;
+          res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k))));
+          res.end(text);
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Resolves when a balance read after a POST to `launchPath` is being held. */
+    holdAfter(launchPath: string): Promise<void> {
+      armedFor = launchPath;
+      launched = false;
+      return new Promise<void>((resolve) => {
+        onHeld = resolve;
+      });
+    },
+    stop: async () => {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+let h: Harness | undefined;
+let sandbox: SandboxHandle | undefined;
+let proxy: Awaited<ReturnType<typeof startHoldingProxy>> | undefined;
+afterEach(async () => {
+  await h?.stop();
+  await proxy?.stop();
+  await sandbox?.stop();
+  h = sandbox = proxy = undefined;
+});
+
+describe('a turn interrupted between a launch and its stored result', () => {
+  it('reports the launches it made when resumed: no second launch, no refusal, the thread reads in order', async () => {
+    const databaseUrl = await createTestDatabase('interrupted_tools');
+    sandbox = await startSandbox({ databaseUrl, timeScale: 0.01, token: `sbx_interrupted_${Date.now()}` });
+    proxy = await startHoldingProxy(sandbox.url);
+    h = await startHarness({
+      script: loopScript(),
+      mode: 'process',
+      databaseUrl,
+      env: {
+        BENCHGEN_API_URL: proxy.url,
+        BENCHGEN_API_TOKEN: sandbox.token,
+        BENCHGEN_WEBHOOK_SECRET: sandbox.webhookSecret,
+        RECONCILE_OVERDUE_SECONDS: '2',
+        RECONCILE_CRON: '* * * * * *',
+        // Room for the loop's launches once each (4 + 4.11 + 4 credits), not for the training twice:
+        // a resumed launch must not count its own earlier launch against the thread's budget.
+        CHAT_BUDGET: '12.15',
+      },
+    });
+    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+
+    // 1. The person's turn: plan-set and benchmark-launch in one assistant message; killed after the launch.
+    let holding = proxy.holdAfter('/runs');
+    const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
+    await holding;
+    await h.kill();
+    expect(h.posts(m.ts)).toHaveLength(0);
+    await h.restart();
+    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+
+    // 2. The event-woken turn that launches the training; killed after the launch.
+    holding = proxy.holdAfter('/trainings');
+    await h.waitForPosts(m.ts, 1, 60_000);
+    await waitUntil(() => holding.then(() => true), 60_000, 'the training launch');
+    await h.kill();
+    await h.restart();
+    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+
+    await waitForVerdict(h, m.ts, 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
+    const posts = h.posts(m.ts);
+    expect(posts.map((p) => p.text.slice(0, 60))).toHaveLength(4);
+    expect(posts[0]!.text).toMatch(/Launched run \S+ of benchmark 104/);
+    expect(posts[0]!.text).not.toMatch(/already running|Refused/);
+    expect(posts[1]!.text).toMatch(/Launched LoRA training/);
+    expect(posts[1]!.text).not.toMatch(/Refused/);
+    expect(posts[2]!.text).toMatch(/Launched run/);
+    expect(isVerdict(posts[3]!)).toBe(true);
+    expect(h.crashes).toEqual([]);
+  }, 180_000);
+});
