@@ -18,6 +18,7 @@ import {
   seeded,
   sleep,
   startPrivatePostgres,
+  stateDump,
   startWebhookProxy,
   waitForVerdict,
   type Figure,
@@ -70,6 +71,9 @@ export async function crashLoop(o: { points: number; seed?: number; newDatabase?
       c.equal(h.crashes, [], `loop ${loops}: unexpected exits`);
     } catch (error) {
       c.check(false, `loop ${loops}: ${(error as Error).message}`);
+      console.log(`[crash] loop ${loops} stalled; exits ${JSON.stringify(h.crashes)}; state:\n${await stateDump(h.db.db)}`);
+      const lines = (await h.logs()).split('\n').filter((line) => line.length > 0);
+      console.log(`[crash] the bot's last log lines:\n${lines.slice(-15).map((line) => line.slice(0, 300)).join('\n')}`);
     } finally {
       await h.stop();
     }
@@ -148,6 +152,7 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
     c.check(false, `${step}: ${(error as Error).message}`);
     // What the bot said about it, for the next person who sees this fail.
     const lines = (await h.logs()).split('\n').filter((line) => /"level":(40|50|60)/.test(line) || (line.length > 0 && !line.startsWith('{')));
+    console.log(`[postgres-restart] state:\n${await stateDump(h.db.db)}`);
     console.log(`[postgres-restart] bot exits: ${JSON.stringify(h.crashes)}; last warnings, errors and stderr of the bot:\n${lines.slice(-25).map((line) => line.slice(0, 400)).join('\n')}`);
   } finally {
     await within(30_000, h.stop(), 'the bot to stop').catch((error: unknown) => c.check(false, (error as Error).message));

@@ -5,7 +5,7 @@ import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkLaunch = defineTool({
@@ -32,6 +32,7 @@ export const benchmarkLaunch = defineTool({
     if (earlier) {
       // This call launched it before the turn was interrupted: report that launch again.
       run = await ctx.platform.getRun(earlier.platform_id);
+      await resumeLaunch(ctx, earlier);
       planStep = earlier.plan_step;
     } else {
       const price = priceOf(benchmark.pricing, model.params);

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { currentPlan, launchedByThisCall, recordLaunch, requireOwnResource } from './shared.js';
+import { currentPlan, launchedByThisCall, recordLaunch, resumeLaunch, requireOwnResource } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const datasetBuild = defineTool({
@@ -24,6 +24,7 @@ export const datasetBuild = defineTool({
     if (earlier) {
       // This call built it before the turn was interrupted: report that dataset again.
       dataset = await ctx.platform.getDataset(earlier.platform_id);
+      await resumeLaunch(ctx, earlier);
     } else {
       const intent = { tool: 'dataset-build' as const, runId: input.runId, augmentation, heldOutFraction };
       const decision = await authorizeLaunch(ctx, intent, { credits: 0, availableCredits: 0 }, { toolUseId: ctx.toolUseId ?? 'call' });

@@ -40,7 +40,11 @@ export async function launchedByThisCall(ctx: ToolContext, kind: ResourceKind): 
     .executeTakeFirst();
 }
 
-/** Records a resource this chat started and, when it is a plan step, marks the step launched. */
+/**
+ * Records a resource this chat started and, when it is a plan step, marks the step launched, in one
+ * transaction: a crash between the two would leave a recorded launch whose step still reads
+ * "pending", and the finish event would then find no step to advance and stall the plan.
+ */
 export async function recordLaunch(
   ctx: ToolContext,
   input: {
@@ -54,23 +58,33 @@ export async function recordLaunch(
     stepChange?: Partial<PlanStep>;
   },
 ): Promise<void> {
-  await upsertResource(ctx.db, {
-    teamId: ctx.chat.team_id,
-    chatId: ctx.chat.id,
-    turnId: ctx.turn.id,
-    kind: input.kind,
-    platformId: input.platformId,
-    planStep: input.planStep,
-    status: input.status,
-    priceEstimate: input.priceEstimate,
-    webUrl: input.webUrl,
-    details: { ...input.details, ...(ctx.toolUseId ? { toolUseId: ctx.toolUseId } : {}) },
-  });
   const plan = currentPlan(ctx);
-  if (plan && input.planStep) {
-    await savePlan(ctx, updateStep(plan, input.planStep, { ...input.stepChange }));
-  }
+  const updated = plan && input.planStep ? updateStep(plan, input.planStep, { ...input.stepChange }) : undefined;
+  await ctx.db.transaction().execute(async (trx) => {
+    await upsertResource(trx, {
+      teamId: ctx.chat.team_id,
+      chatId: ctx.chat.id,
+      turnId: ctx.turn.id,
+      kind: input.kind,
+      platformId: input.platformId,
+      planStep: input.planStep,
+      status: input.status,
+      priceEstimate: input.priceEstimate,
+      webUrl: input.webUrl,
+      details: { ...input.details, ...(ctx.toolUseId ? { toolUseId: ctx.toolUseId } : {}) },
+    });
+    if (updated) await setChatPlan(trx, ctx.chat.team_id, ctx.chat.id, updated);
+  });
+  if (updated) ctx.chat.plan = updated;
   await claimEarlyEvents(ctx, input.kind, input.platformId);
+}
+
+/**
+ * The launch this very call recorded before its turn was interrupted, reported again: early finish
+ * events that arrived in between are claimed now (claiming is idempotent), as after a first launch.
+ */
+export async function resumeLaunch(ctx: ToolContext, earlier: Resource): Promise<void> {
+  await claimEarlyEvents(ctx, earlier.kind, earlier.platform_id);
 }
 
 /**

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, recordLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const trainingLaunch = defineTool({
@@ -25,6 +25,7 @@ export const trainingLaunch = defineTool({
     if (earlier) {
       // This call launched it before the turn was interrupted: report that launch again.
       job = await ctx.platform.getTraining(earlier.platform_id);
+      await resumeLaunch(ctx, earlier);
     } else {
       const decision = await authorizeLaunch(
         ctx,
