@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { validateBlocks, validateView, type BlockProblem } from './block-kit-limits.js';
+import { slackTs } from './slack-requests.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {
@@ -296,6 +297,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const calls: SlackCall[] = [];
   const violations: string[] = [];
   const files = new Map<string, FakeFile>();
+  let counter = 0;
+  let baseUrl = '';
+
   const homeViews = new Map<string, Record<string, unknown>>();
   const modals = new Map<string, Record<string, unknown>>();
   const ephemerals: FakeEphemeral[] = [];
@@ -303,14 +307,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const allMessages: FakeMessage[] = [];
   const failures = new Map<string, SlackFailure[]>();
   const postTimes = new Map<string, number[]>();
-  let lastTsMicros = 0;
-  let counter = 0;
-  let baseUrl = '';
-
-  const nextTs = (): string => {
-    lastTsMicros = Math.max(Date.now() * 1000, lastTsMicros + 1);
-    return `${Math.floor(lastTsMicros / 1e6)}.${String(lastTsMicros % 1e6).padStart(6, '0')}`;
-  };
+  // One clock with the events the tests send (slackTs): in Slack a ts is unique within a channel,
+  // and a bot reply stamped like a user's seeded message would show up in that message's thread.
+  const nextTs = (): string => slackTs();
   const nextId = (prefix: string): string => `${prefix}${String((counter += 1)).padStart(9, '0')}`;
 
   const teamFor = (token: string): Team | undefined => {
