@@ -29,10 +29,22 @@ export interface WorkerHandle {
 function graphileLogger(logger: Logger): GraphileLogger {
   return new GraphileLoggerClass(() => (level, message, meta) => {
     const child = logger.child({ component: 'graphile-worker' });
-    if (level === 'error') child.error(meta ?? {}, message);
-    else if (level === 'warning') child.warn(meta ?? {}, message);
-    else child.debug(meta ?? {}, message);
+    const fields = compactMeta(meta);
+    if (level === 'error') child.error(fields, message);
+    else if (level === 'warning') child.warn(fields, message);
+    else child.debug(fields, message);
   });
+}
+
+/**
+ * graphile-worker attaches the whole pg client to connection errors (kilobytes of socket and parser
+ * state per line, repeated for every connection during an outage); keep what identifies the error.
+ */
+function compactMeta(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!meta) return {};
+  const error = meta.error as { name?: unknown; message?: unknown; code?: unknown; severity?: unknown } | undefined;
+  if (!error || typeof error !== 'object') return meta;
+  return { ...meta, error: { name: error.name, message: error.message, code: error.code, severity: error.severity } };
 }
 
 /** Creates the job engine's schema (idempotent, lock-protected), before any trigger is enqueued. */
