@@ -2,8 +2,10 @@
 import type { Migration } from 'kysely';
 import * as initial from './2026-12-02-001-initial.js';
 import * as channelPostSlots from './2026-12-03-001-channel-post-slots.js';
+import * as launchAuthorizations from './2026-12-03-002-launch-authorizations.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
   '2026-12-03-001-channel-post-slots': channelPostSlots,
+  '2026-12-03-002-launch-authorizations': launchAuthorizations,
 };

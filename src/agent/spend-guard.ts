@@ -118,6 +118,47 @@ export async function authorizeLaunch(
   price: { credits: number; availableCredits: number },
   options: { toolUseId: string; datasetRunId?: string },
 ): Promise<GuardDecision> {
+  const earlier = await earlierAuthorization(ctx);
+  if (earlier) return earlier;
+  const decision = await decide(ctx, intent, price, options);
+  if (decision.allowed) await rememberAuthorization(ctx, decision);
+  return decision;
+}
+
+/**
+ * The launch this very tool call was allowed before its turn was interrupted. The platform may
+ * already have it (the answer was lost with the process) and it may already weigh on the balance
+ * and the budget, so judging it again could refuse a launch that exists; it is repeated with the
+ * same idempotency key instead, which the platform answers with the launch it has.
+ */
+async function earlierAuthorization(ctx: ToolContext): Promise<GuardDecision | undefined> {
+  if (!ctx.toolUseId || !ctx.turn) return undefined;
+  const row = await ctx.db
+    .selectFrom('launch_authorizations')
+    .select(['idempotency_key', 'plan_step'])
+    .where('team_id', '=', ctx.chat.team_id)
+    .where('turn_id', '=', ctx.turn.id)
+    .where('tool_use_id', '=', ctx.toolUseId)
+    .executeTakeFirst();
+  return row ? { allowed: true, planStep: row.plan_step as PlanStepKind | null, idempotencyKey: row.idempotency_key } : undefined;
+}
+
+/** Written before the platform is called, so a crash after the call still finds it. */
+async function rememberAuthorization(ctx: ToolContext, decision: Extract<GuardDecision, { allowed: true }>): Promise<void> {
+  if (!ctx.toolUseId || !ctx.turn) return;
+  await ctx.db
+    .insertInto('launch_authorizations')
+    .values({ team_id: ctx.chat.team_id, turn_id: ctx.turn.id, tool_use_id: ctx.toolUseId, idempotency_key: decision.idempotencyKey, plan_step: decision.planStep })
+    .onConflict((oc) => oc.columns(['turn_id', 'tool_use_id']).doNothing())
+    .execute();
+}
+
+async function decide(
+  ctx: ToolContext,
+  intent: LaunchIntent,
+  price: { credits: number; availableCredits: number },
+  options: { toolUseId: string; datasetRunId?: string },
+): Promise<GuardDecision> {
   const plan = parsePlan(ctx.chat.plan);
   const planStep = plan ? matchPlanStep(plan, intent) : undefined;
   const step = plan && planStep ? findStep(plan, planStep) : undefined;

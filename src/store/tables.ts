@@ -147,6 +147,15 @@ export interface ChannelPostSlotsTable {
   last_slot: Generated<Timestamp>;
 }
 
+export interface LaunchAuthorizationsTable {
+  team_id: string;
+  turn_id: BigId;
+  tool_use_id: string;
+  idempotency_key: string;
+  plan_step: string | null;
+  created_at: Generated<Timestamp>;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -158,6 +167,7 @@ export interface Database {
   webhook_receipts: WebhookReceiptsTable;
   worker_heartbeats: WorkerHeartbeatsTable;
   channel_post_slots: ChannelPostSlotsTable;
+  launch_authorizations: LaunchAuthorizationsTable;
 }
 
 export type Chat = Selectable<ChatsTable>;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isVerdict, waitForVerdict } from '../../chaos/lib.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { sandboxCounts, startHarness, waitUntil, type Harness } from './harness.js';
+import { sandboxCounts, startHarness, type Harness } from './harness.js';
 import { loopScript, SEED_MESSAGE } from './loop-script.js';
 
 const OWNER = 'UOWNER';
@@ -19,6 +19,7 @@ const OWNER = 'UOWNER';
  */
 async function startHoldingProxy(target: string) {
   let armedFor: string | null = null;
+  let holdAnswer = false;
   let launched = false;
   let onHeld: (() => void) | null = null;
   const held: http.ServerResponse[] = [];
@@ -38,7 +39,16 @@ async function startHoldingProxy(target: string) {
       fetch(target + req.url, { method: req.method, headers, ...(body && req.method !== 'GET' ? { body } : {}) })
         .then(async (answer) => {
           const text = Buffer.from(await answer.arrayBuffer());
-          if (armedFor && req.method === 'POST' && path.endsWith(armedFor) && answer.ok) launched = true;
+          if (armedFor && req.method === 'POST' && path.endsWith(armedFor) && answer.ok) {
+            launched = true;
+            if (holdAnswer) {
+              // The platform has the launch; its answer is lost with the process.
+              armedFor = null;
+              held.push(res);
+              onHeld?.();
+              return;
+            }
+          }
           res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k))));
           res.end(text);
         })
@@ -51,6 +61,16 @@ async function startHoldingProxy(target: string) {
     /** Resolves when a balance read after a POST to `launchPath` is being held. */
     holdAfter(launchPath: string): Promise<void> {
       armedFor = launchPath;
+      holdAnswer = false;
+      launched = false;
+      return new Promise<void>((resolve) => {
+        onHeld = resolve;
+      });
+    },
+    /** Resolves when the platform has accepted a POST to `launchPath` and its answer is being held. */
+    holdAnswerOf(launchPath: string): Promise<void> {
+      armedFor = launchPath;
+      holdAnswer = true;
       launched = false;
       return new Promise<void>((resolve) => {
         onHeld = resolve;
@@ -74,44 +94,85 @@ afterEach(async () => {
   h = sandbox = proxy = undefined;
 });
 
+function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function startBotOnProxy(databaseUrl: string, env: Record<string, string> = {}): Promise<Harness> {
+  const harness = await startHarness({
+    script: loopScript(),
+    mode: 'process',
+    databaseUrl,
+    env: {
+      BENCHGEN_API_URL: proxy!.url,
+      BENCHGEN_API_TOKEN: sandbox!.token,
+      BENCHGEN_WEBHOOK_SECRET: sandbox!.webhookSecret,
+      RECONCILE_OVERDUE_SECONDS: '2',
+      RECONCILE_CRON: '* * * * * *',
+      ...env,
+    },
+  });
+  await sandbox!.setWebhookUrl(`${harness.url()}/webhooks/platform`);
+  return harness;
+}
+
+async function restartBot(harness: Harness): Promise<void> {
+  await harness.kill();
+  await harness.restart();
+  await sandbox!.setWebhookUrl(`${harness.url()}/webhooks/platform`);
+}
+
 describe('a turn interrupted between a launch and its stored result', () => {
+  it('repeats a launch whose answer was lost with the same key, even when the balance it used is gone', async () => {
+    const databaseUrl = await createTestDatabase('interrupted_answer');
+    // Room for one run (4 credits): judged again after the launch, it would be refused for credits.
+    sandbox = await startSandbox({ databaseUrl, timeScale: 0.01, token: `sbx_answer_${Date.now()}`, startingBalance: 6 });
+    proxy = await startHoldingProxy(sandbox.url);
+    h = await startBotOnProxy(databaseUrl);
+
+    const holding = proxy.holdAnswerOf('/runs');
+    const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
+    await within(60_000, holding, 'the run launch');
+    await restartBot(h);
+
+    const [first] = await h.waitForPosts(m.ts, 1, 60_000);
+    expect(first!.text).toMatch(/Launched run \S+ of benchmark 104/);
+    expect(first!.text).not.toMatch(/Not launched|Refused|already running/);
+    expect((await sandboxCounts(h.db.db)).runs).toBe(1);
+    const recorded = await h.db.db.selectFrom('resources').select(['platform_id', 'plan_step']).where('kind', '=', 'run').execute();
+    expect(recorded).toEqual([{ platform_id: expect.stringMatching(/^run_/), plan_step: 'baseline_run' }]);
+    // The run's finish woke the plan (the launch is known to the bot, not orphaned on the platform):
+    // the training set was built from it, and the training, for which no credits are left, waits
+    // for an approval instead of launching.
+    const [, next] = await h.waitForPosts(m.ts, 2, 60_000);
+    expect(next!.text).toMatch(/Not launched: it costs [\d.]+ credits and only [\d.]+ are available/);
+    expect(await sandboxCounts(h.db.db)).toEqual({ runs: 1, trainings: 0, datasets: 1 });
+    expect(h.crashes).toEqual([]);
+  }, 120_000);
+
   it('reports the launches it made when resumed: no second launch, no refusal, the thread reads in order', async () => {
     const databaseUrl = await createTestDatabase('interrupted_tools');
     sandbox = await startSandbox({ databaseUrl, timeScale: 0.01, token: `sbx_interrupted_${Date.now()}` });
     proxy = await startHoldingProxy(sandbox.url);
-    h = await startHarness({
-      script: loopScript(),
-      mode: 'process',
-      databaseUrl,
-      env: {
-        BENCHGEN_API_URL: proxy.url,
-        BENCHGEN_API_TOKEN: sandbox.token,
-        BENCHGEN_WEBHOOK_SECRET: sandbox.webhookSecret,
-        RECONCILE_OVERDUE_SECONDS: '2',
-        RECONCILE_CRON: '* * * * * *',
-        // Room for the loop's launches once each (4 + 4.11 + 4 credits), not for the training twice:
-        // a resumed launch must not count its own earlier launch against the thread's budget.
-        CHAT_BUDGET: '12.15',
-      },
-    });
-    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+    // Room for the loop's launches once each (4 + 4.11 + 4 credits), not for the training twice:
+    // a resumed launch must not count its own earlier launch against the thread's budget.
+    h = await startBotOnProxy(databaseUrl, { CHAT_BUDGET: '12.15' });
 
     // 1. The person's turn: plan-set and benchmark-launch in one assistant message; killed after the launch.
     let holding = proxy.holdAfter('/runs');
     const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
-    await holding;
-    await h.kill();
-    expect(h.posts(m.ts)).toHaveLength(0);
-    await h.restart();
-    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+    await within(60_000, holding, 'the run launch');
+    await restartBot(h);
 
     // 2. The event-woken turn that launches the training; killed after the launch.
     holding = proxy.holdAfter('/trainings');
     await h.waitForPosts(m.ts, 1, 60_000);
-    await waitUntil(() => holding.then(() => true), 60_000, 'the training launch');
-    await h.kill();
-    await h.restart();
-    await sandbox.setWebhookUrl(`${h.url()}/webhooks/platform`);
+    await within(60_000, holding, 'the training launch');
+    await restartBot(h);
 
     await waitForVerdict(h, m.ts, 90_000);
     await new Promise((resolve) => setTimeout(resolve, 1500));
