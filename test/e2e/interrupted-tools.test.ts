@@ -14,8 +14,8 @@ const OWNER = 'UOWNER';
 
 /**
  * A pass-through proxy in front of the platform API that, once armed with a launch path, holds
- * the first balance read after that launch: the moment after the launch is recorded and before the
- * tool's result is stored.
+ * the platform's answer to that launch or the first balance read after it, so a test can kill the
+ * bot at that exact moment.
  */
 async function startHoldingProxy(target: string) {
   let armedFor: string | null = null;
@@ -58,19 +58,14 @@ async function startHoldingProxy(target: string) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** Resolves when a balance read after a POST to `launchPath` is being held. */
-    holdAfter(launchPath: string): Promise<void> {
+    /**
+     * Resolves when, after the platform accepted a POST to `launchPath`, either its answer
+     * (`'answer'`: the launch happened, the bot never hears of it) or the next balance read
+     * (`'balance-read'`: the launch is recorded, the tool's result not yet) is being held.
+     */
+    hold(launchPath: string, what: 'answer' | 'balance-read'): Promise<void> {
       armedFor = launchPath;
-      holdAnswer = false;
-      launched = false;
-      return new Promise<void>((resolve) => {
-        onHeld = resolve;
-      });
-    },
-    /** Resolves when the platform has accepted a POST to `launchPath` and its answer is being held. */
-    holdAnswerOf(launchPath: string): Promise<void> {
-      armedFor = launchPath;
-      holdAnswer = true;
+      holdAnswer = what === 'answer';
       launched = false;
       return new Promise<void>((resolve) => {
         onHeld = resolve;
@@ -134,7 +129,7 @@ describe('a turn interrupted between a launch and its stored result', () => {
     proxy = await startHoldingProxy(sandbox.url);
     h = await startBotOnProxy(databaseUrl);
 
-    const holding = proxy.holdAnswerOf('/runs');
+    const holding = proxy.hold('/runs', 'answer');
     const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
     await within(60_000, holding, 'the run launch');
     await restartBot(h);
@@ -163,13 +158,13 @@ describe('a turn interrupted between a launch and its stored result', () => {
     h = await startBotOnProxy(databaseUrl, { CHAT_BUDGET: '12.15' });
 
     // 1. The person's turn: plan-set and benchmark-launch in one assistant message; killed after the launch.
-    let holding = proxy.holdAfter('/runs');
+    let holding = proxy.hold('/runs', 'balance-read');
     const m = await h.mention({ user: OWNER, text: SEED_MESSAGE });
     await within(60_000, holding, 'the run launch');
     await restartBot(h);
 
     // 2. The event-woken turn that launches the training; killed after the launch.
-    holding = proxy.holdAfter('/trainings');
+    holding = proxy.hold('/trainings', 'balance-read');
     await h.waitForPosts(m.ts, 1, 60_000);
     await within(60_000, holding, 'the training launch');
     await restartBot(h);
