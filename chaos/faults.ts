@@ -21,6 +21,7 @@ import {
   stateDump,
   startWebhookProxy,
   waitForVerdict,
+  within,
   type Figure,
   type NewDatabase,
 } from './lib.js';
@@ -100,15 +101,6 @@ export async function freePortOutsideEphemeralRange(): Promise<number> {
     });
     if (free) return port;
   }
-}
-
-/** Rejects when `promise` has not settled within `ms`, naming what was awaited. */
-function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A dedicated Postgres stopped and started again on the same port while loops run. */

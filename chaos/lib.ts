@@ -46,6 +46,15 @@ export function printFigure(figure: Figure): Figure {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Rejects when `promise` has not settled within `ms`, naming what was awaited. */
+export function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** A seeded PRNG (mulberry32), so a run's random points can be replayed. */
 export function seeded(seed: number): () => number {
   let a = seed >>> 0;

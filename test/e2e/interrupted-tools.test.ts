@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isVerdict, waitForVerdict } from '../../chaos/lib.js';
+import { isVerdict, waitForVerdict, within } from '../../chaos/lib.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { sandboxCounts, startHarness, type Harness } from './harness.js';
@@ -88,14 +88,6 @@ afterEach(async () => {
   await sandbox?.stop();
   h = sandbox = proxy = undefined;
 });
-
-function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 async function startBotOnProxy(databaseUrl: string, env: Record<string, string> = {}): Promise<Harness> {
   const harness = await startHarness({

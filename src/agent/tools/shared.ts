@@ -26,6 +26,9 @@ export function currentPlan(ctx: ToolContext): Plan | undefined {
  * The resource this very tool call launched before its turn was interrupted (the process killed, or
  * the turn retried after an outage) and its result was never stored. A resumed turn runs the call
  * again; it must report that launch, not launch again or be refused for a step it already started.
+ * (The spend guard's stored decision alone would replay the launch with the same key; reporting the
+ * recorded launch also spares the platform a second write and leaves the plan as it is, which a
+ * finish event may have advanced while a retried turn waited.)
  */
 export async function launchedByThisCall(ctx: ToolContext, kind: ResourceKind): Promise<Resource | undefined> {
   if (!ctx.toolUseId) return undefined;
