@@ -2,12 +2,13 @@
 // The platform supervises a training through this port; engines (the bundled PyTorch trainer, the
 // simulator, later hosted ones) implement it.
 
-/** One supervised example, already tokenized with the base model's own tokenizer. */
+/**
+ * One supervised example, as text. The prompt is rendered exactly as a run sends it to the
+ * inference engine; an engine tokenizes with the base model's own tokenizer, loss on the completion.
+ */
 export interface TrainingExample {
-  /** Token ids of the prompt (no loss on these). */
-  promptTokens: number[];
-  /** Token ids of the expected answer (the loss is on these only). */
-  completionTokens: number[];
+  prompt: string;
+  completion: string;
 }
 
 export interface LoraHyperparameters {
@@ -32,7 +33,7 @@ export interface TrainingSpec {
   jobId: string;
   /** Absolute path of the base model's GGUF file. */
   baseModelPath: string;
-  /** Absolute path of a JSONL file, one `TrainingExample` (snake_case keys) a line. */
+  /** Absolute path of a JSONL file, one `TrainingExample` (`{"prompt": ..., "completion": ...}`) a line. */
   datasetPath: string;
   /** Absolute path the GGUF LoRA adapter is written to (atomically: temp file, then rename). */
   adapterPath: string;
