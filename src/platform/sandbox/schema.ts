@@ -153,6 +153,25 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       CREATE INDEX run_answers_pending ON sandbox.run_answers (run_id, position) WHERE answered_at IS NULL;
     `,
   },
+  {
+    // Trainings on a real trainer: the trainer's label (null = simulated), the examples a dataset
+    // trains on, stored progress, the adapter produced, and the adapter a fine-tuned model serves.
+    version: 3,
+    sql: `
+      ALTER TABLE sandbox.datasets ADD COLUMN examples jsonb;
+      ALTER TABLE sandbox.trainings ADD COLUMN trainer text;
+      ALTER TABLE sandbox.trainings ADD COLUMN hyperparameters jsonb;
+      ALTER TABLE sandbox.trainings ADD COLUMN attempts int NOT NULL DEFAULT 0;
+      ALTER TABLE sandbox.trainings ADD COLUMN step int;
+      ALTER TABLE sandbox.trainings ADD COLUMN total_steps int;
+      ALTER TABLE sandbox.trainings ADD COLUMN loss double precision;
+      ALTER TABLE sandbox.trainings ADD COLUMN progress_at timestamptz;
+      ALTER TABLE sandbox.trainings ADD COLUMN estimated_finish_at timestamptz;
+      ALTER TABLE sandbox.trainings ADD COLUMN adapter_path text;
+      CREATE INDEX trainings_trainer_active ON sandbox.trainings (seq) WHERE trainer IS NOT NULL AND status IN ('queued', 'running');
+      ALTER TABLE sandbox.models ADD COLUMN adapter_path text;
+    `,
+  },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */
