@@ -103,8 +103,8 @@ def load_examples(path, vocab_size):
                 row = json.loads(line)
                 prompt, completion = row["prompt"], row["completion"]
                 ids = list(prompt) + list(completion)
-                if not completion or not all(isinstance(i, int) and 0 <= i < vocab_size for i in ids):
-                    raise ValueError("token ids out of range or empty completion")
+                if not prompt or not completion or not all(isinstance(i, int) and 0 <= i < vocab_size for i in ids):
+                    raise ValueError("an empty prompt or completion, or token ids outside the vocabulary")
             except (ValueError, KeyError, TypeError) as e:
                 raise SpecError("tokenized dataset line %d is invalid: %s" % (number, e))
             examples.append((list(prompt), list(completion)))
