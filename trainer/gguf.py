@@ -85,10 +85,12 @@ class GgufFile:
         n_tensors = r.scalar("<Q")
         n_kv = r.scalar("<Q")
         self.kv = {}
+        self.kv_types = {}
         for _ in range(n_kv):
             key = r.string()
             vtype = r.scalar("<I")
             self.kv[key] = r.value(vtype)
+            self.kv_types[key] = vtype
         self.tensors = {}
         for _ in range(n_tensors):
             name = r.string()
@@ -136,8 +138,19 @@ def _pack_string(s):
     return struct.pack("<Q", len(b)) + b
 
 
-def _pack_kv(key, value):
+_DTYPE_TO_ARRAY_TYPE = {np.dtype(v).str: k for k, v in _ARRAY_DTYPE.items() if k != T_BOOL}
+
+
+def _pack_kv(key, value, vtype=None):
     out = _pack_string(key)
+    if vtype is not None and vtype in _SCALAR:
+        return out + struct.pack("<I", vtype) + struct.pack(_SCALAR[vtype], value)
+    if isinstance(value, np.ndarray):
+        item = _DTYPE_TO_ARRAY_TYPE[value.dtype.str]
+        return out + struct.pack("<I", T_ARRAY) + struct.pack("<IQ", item, len(value)) + value.tobytes()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return out + struct.pack("<I", T_ARRAY) + struct.pack("<IQ", T_STRING, len(value)) + \
+            b"".join(_pack_string(v) for v in value)
     if isinstance(value, str):
         return out + struct.pack("<I", T_STRING) + _pack_string(value)
     if isinstance(value, float):
@@ -149,23 +162,26 @@ def _pack_kv(key, value):
     raise GgufError("cannot write metadata %s of type %s" % (key, type(value).__name__))
 
 
-def write_gguf(path, kv, tensors):
-    """Writes a GGUF v3 file with f32 tensors, atomically: a temp file beside `path`, fsync, rename.
+def write_gguf(path, kv, tensors, kv_types=None):
+    """Writes a GGUF v3 file atomically: a temp file beside `path`, fsync, rename.
 
-    `tensors` maps names to float32 numpy arrays in numpy shape (ggml ne is the reverse)."""
+    `tensors` maps names to float32 or float16 numpy arrays in numpy shape (ggml ne is the reverse);
+    `kv_types` optionally gives a scalar's GGUF type (as `GgufFile.kv_types` reads them)."""
+    kv_types = kv_types or {}
     alignment = DEFAULT_ALIGNMENT
     header = bytearray()
     header += GGUF_MAGIC + struct.pack("<I", 3) + struct.pack("<Q", len(tensors)) + struct.pack("<Q", len(kv))
     for key, value in kv.items():
-        header += _pack_kv(key, value)
+        header += _pack_kv(key, value, kv_types.get(key))
     blobs = []
     offset = 0
     for name, arr in tensors.items():
-        data = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        half = arr.dtype == np.float16
+        data = np.ascontiguousarray(arr, dtype="<f2" if half else "<f4").tobytes()
         header += _pack_string(name) + struct.pack("<I", arr.ndim)
         for dim in reversed(arr.shape):
             header += struct.pack("<Q", dim)
-        header += struct.pack("<I", GGML_F32) + struct.pack("<Q", offset)
+        header += struct.pack("<I", GGML_F16 if half else GGML_F32) + struct.pack("<Q", offset)
         blobs.append(data)
         offset += (len(data) + alignment - 1) // alignment * alignment
     pad = (-len(header)) % alignment

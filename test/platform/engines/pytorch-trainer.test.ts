@@ -148,8 +148,13 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function llamaCppGreedy(input: Token[] | string, maxTokens: number, adapter?: string): Promise<{ text: string; tokens: Token[] }> {
-    const context = await model.createContext({
+  async function llamaCppGreedy(
+    input: Token[] | string,
+    maxTokens: number,
+    adapter?: string,
+    on: LlamaModel = model,
+  ): Promise<{ text: string; tokens: Token[] }> {
+    const context = await on.createContext({
       contextSize: 256,
       threads: THREADS,
       ...(adapter ? { lora: { adapters: [{ filePath: adapter }] } } : {}),
@@ -168,8 +173,8 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     }
   }
 
-  async function torchGreedy(tokens: Token[], maxTokens: number, adapter?: string): Promise<number[]> {
-    const args = [TRAINER_SCRIPT, '--generate', '--model', modelPath, '--tokens', tokens.join(','), '--max-tokens', String(maxTokens)];
+  async function torchGreedy(tokens: Token[], maxTokens: number, adapter?: string, base = modelPath): Promise<number[]> {
+    const args = [TRAINER_SCRIPT, '--generate', '--model', base, '--tokens', tokens.join(','), '--max-tokens', String(maxTokens)];
     if (adapter) args.push('--adapter', adapter);
     const { stdout } = await execFileAsync(pythonFound!, args);
     return (JSON.parse(stdout) as { tokens: number[] }).tokens;
@@ -214,6 +219,42 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     const spacedReference = await llamaCppGreedy(spaced, 24);
     expect(await torchGreedy([model.tokens.bos!, ...spaced], 24)).toEqual(spacedReference.tokens);
   }, 120_000);
+
+  it('reads f16 models, and qwen2 ones (NEOX RoPE, q/k/v biases) whose LoRA llama.cpp applies as torch does', async () => {
+    const f16 = path.join(dir, 'stories260K-f16.gguf');
+    const qwen2 = path.join(dir, 'stories260K-qwen2.gguf');
+    await execFileAsync(pythonFound!, [path.resolve('test/platform/engines/fixtures/gguf_variants.py'), modelPath, f16, qwen2]);
+    const prompt = model.tokenize('Once upon a time');
+    for (const variantPath of [f16, qwen2]) {
+      const variant = await llama.loadModel({ modelPath: variantPath });
+      try {
+        const reference = await llamaCppGreedy(prompt, 24, undefined, variant);
+        expect(await torchGreedy([model.tokens.bos!, ...prompt], 24, undefined, variantPath)).toEqual(reference.tokens);
+        if (variantPath !== qwen2) continue;
+        const datasetPath = path.join(dir, 'qwen2.jsonl');
+        await writeFile(datasetPath, STORIES.map((s) => JSON.stringify({ prompt: s.prompt, completion: ` ${s.answer}` })).join('\n'));
+        const adapterPath = path.join(dir, 'qwen2-lora.gguf');
+        const job = await createPytorchTrainer({ threads: THREADS }).start(
+          {
+            jobId: 'qwen2',
+            baseModelPath: qwen2,
+            datasetPath,
+            adapterPath,
+            workDir: path.join(dir, 'qwen2-work'),
+            hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, targetModules: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'] },
+            threads: THREADS,
+          },
+          () => undefined,
+        );
+        expect((await job.done).type).toBe('completed');
+        const adapted = await llamaCppGreedy(prompt, 24, adapterPath, variant);
+        expect(adapted.tokens).not.toEqual(reference.tokens);
+        expect(await torchGreedy([model.tokens.bos!, ...prompt], 24, adapterPath, qwen2)).toEqual(adapted.tokens);
+      } finally {
+        await variant.dispose();
+      }
+    }
+  }, 180_000);
 
   it('tokenizes an example as the completion endpoint does, the completion continuing the prompt', () => {
     const example = { prompt: 'The dog was very', completion: ' excited' };
