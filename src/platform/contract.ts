@@ -11,6 +11,8 @@ export const API_ERROR_CODES = [
   'rate_limited',
   'unavailable',
   'unauthorized',
+  /** The platform cannot do this on this machine (e.g. training without PyTorch); not retryable. */
+  'engine_unavailable',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
@@ -408,6 +410,11 @@ export const TrainingJobSchema = z
     error_message: z.string().nullable(),
     web_url: webUrl,
     environment,
+    /** Extension: what trains, e.g. "PyTorch LoRA, CPU, 2 threads", or "simulator". */
+    engine: z.string().min(1).optional(),
+    /** Extension (real trainers): optimizer steps done and planned, and the last training loss. */
+    steps: z.object({ done: count, total: count }).nullable().optional(),
+    loss: z.number().nullable().optional(),
   })
   .superRefine(requiredByStatus(['produced_model_id', 'price_charged_credits', 'finished_at']))
   .transform((t) => ({
@@ -428,6 +435,9 @@ export const TrainingJobSchema = z
     errorMessage: t.error_message,
     webUrl: t.web_url,
     environment: t.environment,
+    engine: t.engine ?? null,
+    steps: t.steps ?? null,
+    loss: t.loss ?? null,
   }));
 export type TrainingJobWire = z.input<typeof TrainingJobSchema>;
 export type TrainingJob = z.output<typeof TrainingJobSchema>;

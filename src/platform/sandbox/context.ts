@@ -1,5 +1,7 @@
 // What every part of a running sandbox shares: the pool, the clock, settings, faults and the logger.
 import type pg from 'pg';
+import type { TrainingSupervisor } from '../engines/training-supervisor.js';
+import type { Trainer } from '../engines/trainer.js';
 import type { SandboxFaults } from './faults.js';
 import type { ModelLineage, SimulationSettings } from './simulator.js';
 
@@ -48,4 +50,20 @@ export interface SandboxContext {
   random: () => number;
   lineages: Map<string, ModelLineage>;
   now(): Date;
+  /** Real LoRA training of models served by a real engine; unset = such models cannot be trained here. */
+  training?: TrainingEngine;
+}
+
+/** What launching and pricing a real training needs. */
+export interface TrainingEngine {
+  trainer: Trainer;
+  supervisor: TrainingSupervisor;
+  /** Price per 1,000 trained tokens (dataset tokens x epochs); null = by the base model's size. */
+  creditsPer1kTokens: number | null;
+  /** Trained tokens per second this machine is expected to reach, for the estimate before launch. */
+  tokensPerSecond: number;
+  /** Absolute path of a base model's GGUF file, or null when this machine has none. */
+  baseModelPath(modelId: string): string | null;
+  /** Tokens of `text` in the model's tokenizer (an estimate when the engine cannot count). */
+  countTokens(modelId: string, text: string): Promise<number>;
 }

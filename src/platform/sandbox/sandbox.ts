@@ -10,6 +10,7 @@ import { generateWebhookSecret } from '../webhooks.js';
 import { createApiHandler, setWebhookUrl } from './api.js';
 import { DEFAULT_WEBHOOK_RETRY, SILENT_LOGGER, type SandboxContext, type SandboxLogger, type WebhookRetryPolicy } from './context.js';
 import { resolveFaults, type SandboxFaults } from './faults.js';
+import { createTrainingSupervisor, type TrainingSupervisorOptions } from '../engines/training-supervisor.js';
 import { processDueWork } from './operations.js';
 import { createRandom, hash32 } from './random.js';
 import { migrateSandboxSchema } from './schema.js';
@@ -49,6 +50,17 @@ export interface SandboxOptions {
   logger?: SandboxLogger;
   /** How often due work and webhooks are processed. Default 100 ms. */
   tickIntervalMs?: number;
+  /** Real LoRA training of the models a real engine serves; unset = they cannot be trained. */
+  training?: SandboxTrainingOptions;
+}
+
+export interface SandboxTrainingOptions extends TrainingSupervisorOptions {
+  /** Price per 1,000 trained tokens (dataset tokens x epochs); default by the base model's size. */
+  creditsPer1kTokens?: number;
+  /** Trained tokens per second expected on this machine, for the estimate. Default 500. */
+  tokensPerSecond?: number;
+  /** Tokens of `text` in the model's tokenizer. */
+  countTokens(modelId: string, text: string): Promise<number>;
 }
 
 export interface SandboxHandle {
@@ -137,6 +149,17 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       lineages: new Map(),
       now: () => new Date(),
     };
+    if (options.training) {
+      const training = options.training;
+      ctx.training = {
+        trainer: training.trainer,
+        supervisor: createTrainingSupervisor(ctx, training),
+        creditsPer1kTokens: training.creditsPer1kTokens ?? null,
+        tokensPerSecond: training.tokensPerSecond ?? 500,
+        baseModelPath: (id) => training.baseModelPath(id),
+        countTokens: (id, text) => training.countTokens(id, text),
+      };
+    }
 
     const api = createApiHandler(ctx, token, stopping.signal);
     const server = http.createServer((request, response) => api.handle(request, response));
@@ -203,6 +226,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
           server.closeAllConnections();
           await api.settle();
           await worker.idle();
+          await ctx.training?.supervisor.stop();
           await delivery.idle();
           await closed;
           await agent.close();

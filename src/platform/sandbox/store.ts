@@ -105,10 +105,12 @@ export interface ModelRow {
   created_at: Date;
   /** The GGUF LoRA adapter a fine-tuned model of a real trainer serves; null otherwise. */
   adapter_path: string | null;
+  /** Label of the real inference engine serving it; null = simulated. */
+  engine: string | null;
 }
 
 const MODEL_COLUMNS = `id, name, kind, params::float8 AS params, size_label, ability, base_model_id, training_job_id,
-  dataset_id, created_at, adapter_path`;
+  dataset_id, created_at, adapter_path, engine`;
 
 export async function upsertBaseModels(db: Db): Promise<void> {
   for (const model of BASE_MODELS) {
@@ -595,6 +597,9 @@ export function trainingToWire(row: TrainingRow, publicUrl: string, now: Date): 
     error_message: row.error_message,
     web_url: trainingWebUrl(publicUrl, row.id),
     environment: 'sandbox',
+    engine: row.trainer ?? 'simulator',
+    steps: row.trainer !== null && row.total_steps !== null ? { done: row.step ?? 0, total: row.total_steps } : null,
+    loss: row.loss,
   };
 }
 
@@ -618,4 +623,21 @@ export async function insertOutboxEvent(db: Db, event: OutboxInsert): Promise<vo
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [event.id, event.type, event.resourceId, event.body, event.status, event.copies, event.held, event.nextAttemptAt, event.createdAt],
   );
+}
+
+// ---------------------------------------------------------------- real runs, for datasets
+
+export interface AnsweredQuestionRow {
+  question_id: string;
+  item: unknown;
+  score: number | null;
+}
+
+/** A real run's questions in benchmark order with their benchmark item and score. */
+export async function runAnsweredQuestions(db: Db, runId: string): Promise<AnsweredQuestionRow[]> {
+  const result = await db.query<AnsweredQuestionRow>(
+    'SELECT question_id, item, score FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
+    [runId],
+  );
+  return result.rows;
 }
