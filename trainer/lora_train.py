@@ -192,6 +192,10 @@ def train(spec, parent):
     }
     adapter_dir = os.path.dirname(os.path.abspath(spec["adapterPath"]))
     os.makedirs(adapter_dir, exist_ok=True)
+    stale = ".%s.tmp-" % os.path.basename(spec["adapterPath"])
+    for name in os.listdir(adapter_dir):
+        if name.startswith(stale):
+            os.unlink(os.path.join(adapter_dir, name))
     if not parent_alive(parent):
         os._exit(3)
     write_gguf(spec["adapterPath"], kv, tensors)

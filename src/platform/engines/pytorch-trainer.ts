@@ -212,25 +212,29 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
         return jobFailed(`the base model could not be read for tokenizing: ${(error as Error).message}`);
       }
 
-      await mkdir(spec.workDir, { recursive: true });
       const tokensPath = path.join(spec.workDir, 'tokens.jsonl');
       const specPath = path.join(spec.workDir, 'spec.json');
-      await writeFile(tokensPath, tokenized.map((example) => JSON.stringify(example)).join('\n') + '\n');
-      await writeFile(
-        specPath,
-        JSON.stringify(
-          {
-            jobId: spec.jobId,
-            baseModelPath: spec.baseModelPath,
-            tokensPath,
-            adapterPath: spec.adapterPath,
-            threads: spec.threads || opts.threads,
-            hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...spec.hyperparameters },
-          },
-          null,
-          2,
-        ),
-      );
+      try {
+        await mkdir(spec.workDir, { recursive: true });
+        await writeFile(tokensPath, tokenized.map((example) => JSON.stringify(example)).join('\n') + '\n');
+        await writeFile(
+          specPath,
+          JSON.stringify(
+            {
+              jobId: spec.jobId,
+              baseModelPath: spec.baseModelPath,
+              tokensPath,
+              adapterPath: spec.adapterPath,
+              threads: spec.threads || opts.threads,
+              hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...spec.hyperparameters },
+            },
+            null,
+            2,
+          ),
+        );
+      } catch (error) {
+        return jobFailed(`the trainer's work folder ${spec.workDir} could not be written: ${(error as Error).message}`);
+      }
       return supervise(python.python, specPath, spec, onEvent);
     },
   };

@@ -18,9 +18,12 @@ const execFileAsync = promisify(execFile);
 const SHARED_MODEL = path.resolve('../shared/models/stories260K.gguf');
 const THREADS = 2;
 
-const probe = await createPytorchTrainer({ threads: THREADS }).availability();
+/** The tests' trainers use `TRAINER_PYTHON` when it is set, as the platform does. */
+const CONFIGURED_PYTHON = process.env.TRAINER_PYTHON || undefined;
+const newTrainer = (threads: number) => createPytorchTrainer({ python: CONFIGURED_PYTHON, threads });
+const probe = await newTrainer(THREADS).availability();
 const pythonFound = await (async () => {
-  for (const python of ['python3', '/usr/bin/python3']) {
+  for (const python of CONFIGURED_PYTHON ? [CONFIGURED_PYTHON] : ['python3', '/usr/bin/python3']) {
     try {
       await execFileAsync(python, [TRAINER_SCRIPT, '--check']);
       return python;
@@ -234,7 +237,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
         const datasetPath = path.join(dir, 'qwen2.jsonl');
         await writeFile(datasetPath, STORIES.map((s) => JSON.stringify({ prompt: s.prompt, completion: ` ${s.answer}` })).join('\n'));
         const adapterPath = path.join(dir, 'qwen2-lora.gguf');
-        const job = await createPytorchTrainer({ threads: THREADS }).start(
+        const job = await newTrainer(THREADS).start(
           {
             jobId: 'qwen2',
             baseModelPath: qwen2,
@@ -292,7 +295,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
       hyperparameters: DEFAULT_LORA_HYPERPARAMETERS,
       threads: THREADS,
     };
-    const trainer = createPytorchTrainer({ threads: THREADS });
+    const trainer = newTrainer(THREADS);
     expect(await trainer.availability()).toEqual({ ok: true });
     const events: TrainerEvent[] = [];
     const cpuBefore = await childCpuSeconds();
@@ -336,10 +339,10 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     expect(after.filter(Boolean).length).toBeGreaterThan(before.filter(Boolean).length);
   }, 240_000);
 
-  it('refuses a bad dataset line by its number without starting Python', async () => {
+  it('refuses a bad dataset line by its number without starting a training', async () => {
     const datasetPath = path.join(dir, 'bad.jsonl');
     await writeFile(datasetPath, '{"prompt":"a","completion":" b"}\n{"prompt":"a"}\n');
-    const job = await createPytorchTrainer({ threads: 1 }).start(
+    const job = await newTrainer(1).start(
       {
         jobId: 'bad',
         baseModelPath: modelPath,
@@ -360,7 +363,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
   it('reports a hyperparameter the trainer cannot use as a failed event', async () => {
     const datasetPath = path.join(dir, 'one.jsonl');
     await writeFile(datasetPath, '{"prompt":"The dog was very","completion":" excited"}\n');
-    const job = await createPytorchTrainer({ threads: 1 }).start(
+    const job = await newTrainer(1).start(
       {
         jobId: 'bad-target',
         baseModelPath: modelPath,
@@ -387,7 +390,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     const { datasetPath, workDir } = await longTraining('cancel');
     let progressed!: () => void;
     const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
-    const job = await createPytorchTrainer({ threads: 1 }).start(
+    const job = await newTrainer(1).start(
       {
         jobId: 'cancel',
         baseModelPath: modelPath,
