@@ -1,5 +1,6 @@
 // The bundled trainer: LoRA with PyTorch on the CPU (trainer/lora_train.py), supervised as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,7 +16,10 @@ import {
   type TrainingSpec,
 } from './trainer.js';
 
-export const TRAINER_SCRIPT = fileURLToPath(new URL('../../../trainer/lora_train.py', import.meta.url));
+/** trainer/lora_train.py at the repository root: three folders up from src/, four from the build's dist/src/. */
+export const TRAINER_SCRIPT = ['../../../trainer/lora_train.py', '../../../../trainer/lora_train.py']
+  .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+  .find((candidate) => existsSync(candidate)) ?? fileURLToPath(new URL('../../../trainer/lora_train.py', import.meta.url));
 
 export interface TrainerLogger {
   info(obj: object, msg?: string): void;
