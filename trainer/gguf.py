@@ -1,5 +1,6 @@
 """GGUF files: read a model's metadata and tensors, write a LoRA adapter (GGUF v3, little-endian)."""
 
+import mmap
 import os
 import struct
 
@@ -75,7 +76,8 @@ class GgufFile:
     def __init__(self, path):
         self.path = path
         with open(path, "rb") as f:
-            self._data = f.read()
+            # Mapped, not read: a model's tensors are copied out one at a time as torch needs them.
+            self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         r = _Reader(memoryview(self._data))
         if bytes(r.take(4)) != GGUF_MAGIC:
             raise GgufError("%s is not a GGUF file (bad magic)" % path)

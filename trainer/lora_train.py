@@ -121,6 +121,7 @@ def train(spec, parent):
 
     started = time.time()
     torch.set_num_threads(spec["threads"])
+    torch.set_num_interop_threads(1)
     torch.manual_seed(spec["seed"])
     hp = spec["hyperparameters"]
     unknown = [m for m in hp["targetModules"] if m not in LINEAR_NAMES]

@@ -247,7 +247,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     const child: ChildProcess = spawn(python, [TRAINER_SCRIPT, '--spec', specPath], {
       cwd: spec.workDir,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' },
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(spec.threads || opts.threads) },
     });
     logger?.info({ jobId: spec.jobId, pid: child.pid, python }, 'trainer started');
     let last: Done | null = null;
