@@ -14,6 +14,8 @@ import { createWebhookRoute } from './http/webhook-route.js';
 import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
 import { createLogger } from './logger.js';
+import { inferenceFromConfig } from './platform/engines/engine-setup.js';
+import { trainingFromConfig } from './platform/engines/training-setup.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
@@ -149,6 +151,8 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
           .catch((error: unknown) => logger.warn({ err: error }, 'could not register the webhook URL with the platform'));
       }
     } else {
+      const inference = inferenceFromConfig(config.engines);
+      const training = trainingFromConfig(config.engines, config.dataDir, logger.child({ component: 'trainer' }));
       sandbox = await startSandbox({
         databaseUrl,
         timeScale: config.platform.sandboxTimeScale,
@@ -158,6 +162,9 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
         ...(options.sandbox?.faults ? { faults: options.sandbox.faults } : {}),
         ...(options.sandbox?.seed !== undefined ? { seed: options.sandbox.seed } : {}),
         ...(options.sandbox?.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
+        ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
+        ...(inference ? { inference } : {}),
+        ...(training ? { training } : {}),
       });
       cleanups.push(() => sandbox!.stop());
       platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
@@ -173,7 +180,8 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       logger,
       model: options.model ?? createModelClient(config.agent),
       platform,
-      sandbox: sandbox !== undefined,
+      sandbox: sandbox !== undefined && sandbox.engine === null,
+      engine: sandbox?.engine ?? null,
       poster,
       system: SYSTEM_PROMPT,
       tools,
@@ -210,7 +218,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     await slack.start();
     cleanups.push(() => slack.stop());
     logger.info(
-      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? 'sandbox' : config.platform.apiUrl },
+      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? (sandbox.engine ?? 'sandbox') : config.platform.apiUrl },
       'bot ready',
     );
     return { url: http.url, config, db, platform, sandbox, worker: workerHandle, logger, stop };

@@ -1,4 +1,7 @@
 // Environment configuration, validated once at start-up with zod.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_MODEL, parsePriceOverrides, type ModelPrices } from './agent/pricing.js';
 
@@ -21,6 +24,30 @@ const positiveInt = (fallback: number) =>
   optionalString
     .transform((value) => (value === undefined ? fallback : Number(value)))
     .refine((value) => Number.isInteger(value) && value >= 0, { message: 'must be a non-negative integer' });
+
+/** The engine variables: where runs go and how they are paced and priced. */
+const ENGINE_ENV = {
+    MODELS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
+      message: 'must be an existing folder of GGUF model files',
+    }),
+    BENCHMARKS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
+      message: 'must be an existing folder of benchmark files (<id>.jsonl)',
+    }),
+    INFERENCE_URL: url('an OpenAI-compatible endpoint root, e.g. http://127.0.0.1:8000/v1'),
+    INFERENCE_API_KEY: optionalString,
+    INFERENCE_PROMPT_STYLE: optionalString
+      .refine((v) => v === undefined || v === 'chat' || v === 'completion', {
+        message: 'must be chat or completion (how to ask a model the endpoint does not say has a chat template)',
+      })
+      .transform((v) => (v ?? 'chat') as 'chat' | 'completion'),
+    ENGINE_THREADS: positiveInt(os.availableParallelism()).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    INFERENCE_CONCURRENCY: positiveInt(4).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    INFERENCE_TIMEOUT_MS: positiveInt(120_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    RUN_CREDITS_PER_1K_TOKENS: positiveNumber(0.1),
+    TRAINER_PYTHON: optionalString,
+    TRAINING_CREDITS_PER_1K_TOKENS: positiveNumber(1),
+    TRAINING_TOKENS_PER_SECOND: positiveNumber(500),
+};
 
 const EnvSchema = z
   .object({
@@ -54,6 +81,7 @@ const EnvSchema = z
     RECONCILE_CRON: optionalString.transform((v) => v ?? '* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
     WORKER_STALE_SECONDS: positiveNumber(30),
+    ...ENGINE_ENV,
     LOG_LEVEL: z
       .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
       .optional()
@@ -80,6 +108,9 @@ const EnvSchema = z
         path: ['BENCHGEN_WEBHOOK_SECRET'],
         message: 'is required when BENCHGEN_API_URL is set (the whsec_... secret the platform signs webhooks with)',
       });
+    }
+    if (env.INFERENCE_API_KEY && !env.INFERENCE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['INFERENCE_API_KEY'], message: 'is set but INFERENCE_URL is not: set the endpoint it is for' });
     }
     if (env.AGENT_PRICES) {
       try {
@@ -125,7 +156,66 @@ export interface Config {
   };
   reconcile: { cron: string; overdueSeconds: number };
   workerStaleSeconds: number;
+  /** Where runs go: unset (neither MODELS_DIR nor INFERENCE_URL) = the simulator. */
+  engines: EngineConfig;
   logLevel: string;
+}
+
+/** Reads only the engine variables (for `npm run sandbox`); throws {@link ConfigError} like {@link loadConfig}. */
+export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+  const parsed = z.object(ENGINE_ENV).safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
+  }
+  if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
+    throw new ConfigError('INFERENCE_API_KEY', 'is set but INFERENCE_URL is not: set the endpoint it is for');
+  }
+  return engineConfig(parsed.data);
+}
+
+function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig {
+  return {
+    modelsDir: e.MODELS_DIR === undefined ? undefined : path.resolve(e.MODELS_DIR),
+    benchmarksDir: e.BENCHMARKS_DIR === undefined ? undefined : path.resolve(e.BENCHMARKS_DIR),
+    inferenceUrl: e.INFERENCE_URL,
+    inferenceApiKey: e.INFERENCE_API_KEY,
+    promptStyle: e.INFERENCE_PROMPT_STYLE,
+    threads: e.ENGINE_THREADS,
+    concurrency: e.INFERENCE_CONCURRENCY,
+    timeoutMs: e.INFERENCE_TIMEOUT_MS,
+    runCreditsPer1kTokens: e.RUN_CREDITS_PER_1K_TOKENS,
+    trainerPython: e.TRAINER_PYTHON,
+    trainingCreditsPer1kTokens: e.TRAINING_CREDITS_PER_1K_TOKENS,
+    trainingTokensPerSecond: e.TRAINING_TOKENS_PER_SECOND,
+  };
+}
+
+export interface EngineConfig {
+  modelsDir: string | undefined;
+  /** Benchmark files `<id>.jsonl`, served beside the built-in catalogue and uploads. */
+  benchmarksDir: string | undefined;
+  inferenceUrl: string | undefined;
+  inferenceApiKey: string | undefined;
+  promptStyle: 'chat' | 'completion';
+  threads: number;
+  concurrency: number;
+  timeoutMs: number;
+  runCreditsPer1kTokens: number;
+  /** A python with torch for the bundled trainer; unset = `python3`, then `/usr/bin/python3`. */
+  trainerPython: string | undefined;
+  /** Price of a real training per 1,000 trained tokens (dataset tokens x epochs). */
+  trainingCreditsPer1kTokens: number;
+  /** Expected training speed in trained tokens a second, for the estimate before launch. */
+  trainingTokensPerSecond: number;
+}
+
+function isFolder(value: string): boolean {
+  try {
+    return fs.statSync(value).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Thrown for a missing or invalid variable; the message is one line naming it and what to do. */
@@ -185,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     reconcile: { cron: e.RECONCILE_CRON, overdueSeconds: e.RECONCILE_OVERDUE_SECONDS },
     workerStaleSeconds: e.WORKER_STALE_SECONDS,
+    engines: engineConfig(e),
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -53,6 +53,8 @@ export interface TurnDeps {
   model: ModelClient;
   platform: Platform;
   sandbox: boolean;
+  /** The in-process platform's real inference engine; messages name it instead of "sandbox". */
+  engine?: string | null;
   poster: SlackPoster;
   system: string;
   tools: readonly AgentTool<never>[];
@@ -106,6 +108,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     logger: log.child({ turnId: turn.id }),
     platform: deps.platform,
     sandbox: deps.sandbox,
+    engine: deps.engine ?? null,
     chat,
     turn,
     trigger,
@@ -193,7 +196,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
   const answer = finalText(turnRows);
   const attachments = turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []);
   const mention = trigger.user_id ?? chat.owner_user_id;
-  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox });
+  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox, engine: deps.engine ?? null });
   await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });
 }
 

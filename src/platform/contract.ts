@@ -182,6 +182,14 @@ export type BenchmarkWire = z.input<typeof BenchmarkSchema>;
 export type Benchmark = z.output<typeof BenchmarkSchema>;
 
 export const BenchmarkListSchema = z.object({ items: z.array(BenchmarkSchema) });
+
+/** `POST /benchmarks` as JSON: the JSONL file's text in `content`. */
+export const BenchmarkUploadRequestSchema = z.object({
+  id,
+  file_name: z.string().min(1).max(255).optional(),
+  content: z.string(),
+});
+export type BenchmarkUploadRequestWire = z.input<typeof BenchmarkUploadRequestSchema>;
 export type BenchmarkListWire = z.input<typeof BenchmarkListSchema>;
 
 /**
@@ -223,6 +231,13 @@ export const RunSchema = z
     error_message: z.string().nullable(),
     web_url: webUrl,
     environment,
+    /** Extension: what asked the questions, e.g. "llama.cpp, CPU, 2 threads", or "simulator". */
+    engine: z.string().min(1).optional(),
+    /** Extension: questions answered so far out of all. */
+    progress: z.object({ done: count, total: count }).optional(),
+    /** Extension (real engines): tokens the run used so far, once finished. */
+    prompt_tokens: count.nullable().optional(),
+    completion_tokens: count.nullable().optional(),
   })
   .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at']))
   .transform((r) => ({
@@ -244,6 +259,10 @@ export const RunSchema = z
     errorMessage: r.error_message,
     webUrl: r.web_url,
     environment: r.environment,
+    engine: r.engine ?? null,
+    progress: r.progress ?? null,
+    promptTokens: r.prompt_tokens ?? null,
+    completionTokens: r.completion_tokens ?? null,
   }));
 export type RunWire = z.input<typeof RunSchema>;
 export type Run = z.output<typeof RunSchema>;

@@ -58,7 +58,7 @@ export const benchmarkLaunch = defineTool({
     }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${planStep ? ` This is plan step ${planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx, run.engine)}.${planStep ? ` This is plan step ${planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
     };
   },
 });

@@ -1,7 +1,10 @@
 // What every part of a running sandbox shares: the pool, the clock, settings, faults and the logger.
 import type pg from 'pg';
+import type { BenchmarkLibrary } from '../benchmarks/library.js';
 import type { TrainingSupervisor } from '../engines/training-supervisor.js';
 import type { Trainer } from '../engines/trainer.js';
+import type { InferenceEngine } from '../engines/inference.js';
+import type { RunItem } from './answers.js';
 import type { SandboxFaults } from './faults.js';
 import type { ModelLineage, SimulationSettings } from './simulator.js';
 
@@ -52,6 +55,23 @@ export interface SandboxContext {
   now(): Date;
   /** Real LoRA training of models served by a real engine; unset = such models cannot be trained here. */
   training?: TrainingEngine;
+  /** Runs on a real inference engine; unset = runs are simulated. */
+  inference?: InferenceContext;
+  /** File benchmarks: BENCHMARKS_DIR and uploads. */
+  benchmarks: BenchmarkLibrary;
+}
+
+/** What launching, pricing and executing runs on a real inference engine needs. */
+export interface InferenceContext {
+  engine: InferenceEngine;
+  /** Price of a run's tokens (prompt + completion) per 1,000. */
+  creditsPer1kTokens: number;
+  /** A benchmark's questions for a run on the engine; null when there is no such benchmark. */
+  benchmarkItems(id: string): Promise<RunItem[] | null>;
+  /** The prompt a run sends for a question. */
+  renderPrompt(item: RunItem): string;
+  /** Wakes the run executor after a launch. */
+  wake(): void;
 }
 
 /** What launching and pricing a real training needs. */

@@ -17,7 +17,9 @@ import type { BenchmarkItem } from '../benchmarks/format.js';
 import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
-import type { SandboxContext, TrainingEngine } from './context.js';
+import { estimateRunCredits } from '../engines/run-executor.js';
+import { insertRunQuestions, upsertEngineModels } from './answers.js';
+import type { InferenceContext, SandboxContext, TrainingEngine } from './context.js';
 import { memorizationProbability, splitFailures, summarizeRun } from './simulator.js';
 import {
   chargeAccount,
@@ -198,10 +200,36 @@ async function requireCredits(client: pg.PoolClient, price: number): Promise<voi
 
 // ---------------------------------------------------------------- launches
 
-export function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
-  return withIdempotency(ctx, 'runs', key, input, async (client) => {
-    const benchmark = requireBenchmark(input.benchmarkId);
+/**
+ * Models the inference endpoint serves, recorded as this platform's base models (at most one
+ * lookup a second); an endpoint that cannot be reached is a 503 naming it.
+ */
+export async function syncEngineModels(ctx: SandboxContext, inference: InferenceContext): Promise<void> {
+  const last = engineModelsSyncedAt.get(inference) ?? 0;
+  if (Date.now() - last < 1_000) return;
+  let models;
+  try {
+    models = await inference.engine.listModels();
+  } catch (error) {
+    throw new SandboxApiError(503, 'unavailable', `the inference engine (${inference.engine.label}) cannot list its models: ${(error as Error).message}`);
+  }
+  await upsertEngineModels(ctx.pool, models, inference.engine.label, ctx.now());
+  engineModelsSyncedAt.set(inference, Date.now());
+}
+const engineModelsSyncedAt = new WeakMap<InferenceContext, number>();
+
+export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
+  const inference = ctx.inference;
+  if (inference && !(await getModel(ctx.pool, input.modelId))) await syncEngineModels(ctx, inference);
+  const reply = await withIdempotency(ctx, 'runs', key, input, async (client) => {
     const model = await requireModel(client, input.modelId);
+    if (model.engine !== null) {
+      if (!inference) {
+        throw new SandboxApiError(422, 'engine_unavailable', `model ${model.id} is served by ${model.engine}, which this platform is not configured with`);
+      }
+      return launchEngineRun(ctx, inference, client, input, model);
+    }
+    const benchmark = requireBenchmark(input.benchmarkId);
     const price = priceRun(BenchmarkPricingSchema.parse(benchmark.pricing), model.params);
     await requireCredits(client, price);
     const now = ctx.now();
@@ -224,6 +252,43 @@ export function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: strin
     ctx.logger.info({ runId: row.id, benchmarkId: benchmark.id, modelId: model.id, price }, 'sandbox run launched');
     return { status: 201, body: runToWire(row, ctx.publicUrl) };
   });
+  if (reply.status === 201 && inference) inference.wake();
+  return reply;
+}
+
+/** A run on the real engine: every question stored with its prompt, priced from the benchmark's size; the executor asks them. */
+async function launchEngineRun(
+  ctx: SandboxContext,
+  inference: InferenceContext,
+  client: pg.PoolClient,
+  input: LaunchRunInput,
+  model: ModelRow,
+): Promise<Reply> {
+  const items = await inference.benchmarkItems(input.benchmarkId);
+  if (!items) throw notFound(`benchmark ${input.benchmarkId}`);
+  if (items.length === 0) throw unprocessable(`benchmark ${input.benchmarkId} has no questions`);
+  const questions = items.map((item) => ({ item, prompt: inference.renderPrompt(item) }));
+  const price = estimateRunCredits(questions, inference.creditsPer1kTokens);
+  await requireCredits(client, price);
+  const now = ctx.now();
+  const row = await insertRun(client, {
+    benchmarkId: input.benchmarkId,
+    modelId: model.id,
+    questionCount: items.length,
+    price,
+    seed: ctx.seed,
+    flipRate: 0,
+    willFail: false,
+    createdAt: now,
+    startsAt: now,
+    finishesAt: now,
+    durationMs: 0,
+    engine: inference.engine.label,
+    creditsPer1kTokens: inference.creditsPer1kTokens,
+  });
+  await insertRunQuestions(client, row.id, questions);
+  ctx.logger.info({ runId: row.id, benchmarkId: input.benchmarkId, modelId: model.id, price, engine: row.engine }, 'engine run launched');
+  return { status: 201, body: runToWire(row, ctx.publicUrl, now) };
 }
 
 export async function requireRun(ctx: SandboxContext, id: string): Promise<RunRow> {

@@ -248,11 +248,24 @@ export interface RunRow {
   started_at: Date | null;
   finished_at: Date | null;
   error_message: string | null;
+  /** Label of the inference engine asking the questions; null = simulated. */
+  engine: string | null;
+  credits_per_1k_tokens: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  /** Questions whose answer is stored (real engines; 0 for simulated runs). */
+  answered: number;
+  /** When the last answer was stored. */
+  answered_at: Date | null;
 }
 
 const RUN_COLUMNS = `id, benchmark_id, model_id, status, question_count, price::float8 AS price,
   charged::float8 AS charged, score, category_scores, seed::float8 AS seed, flip_rate, will_fail, created_at,
-  starts_at, finishes_at, duration_ms, started_at, finished_at, error_message`;
+  starts_at, finishes_at, duration_ms, started_at, finished_at, error_message, engine,
+  credits_per_1k_tokens::float8 AS credits_per_1k_tokens, prompt_tokens::float8 AS prompt_tokens,
+  completion_tokens::float8 AS completion_tokens,
+  (SELECT count(*)::int FROM sandbox.run_answers a WHERE a.run_id = runs.id AND a.answered_at IS NOT NULL) AS answered,
+  (SELECT max(a.answered_at) FROM sandbox.run_answers a WHERE a.run_id = runs.id) AS answered_at`;
 
 export async function insertRun(
   db: Db,
@@ -268,12 +281,14 @@ export async function insertRun(
     startsAt: Date;
     finishesAt: Date;
     durationMs: number;
+    engine?: string | null;
+    creditsPer1kTokens?: number | null;
   },
 ): Promise<RunRow> {
   const result = await db.query<RunRow>(
     `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, seed, flip_rate, will_fail,
-                               created_at, starts_at, finishes_at, duration_ms)
-     VALUES ('run_' || nextval('sandbox.run_ids'), $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               created_at, starts_at, finishes_at, duration_ms, engine, credits_per_1k_tokens)
+     VALUES ('run_' || nextval('sandbox.run_ids'), $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      RETURNING ${RUN_COLUMNS}`,
     [
       run.benchmarkId,
@@ -287,6 +302,8 @@ export async function insertRun(
       run.startsAt,
       run.finishesAt,
       run.durationMs,
+      run.engine ?? null,
+      run.creditsPer1kTokens ?? null,
     ],
   );
   return result.rows[0]!;
@@ -298,7 +315,11 @@ export async function getRun(db: Db, id: string, lock: 'none' | 'skip-locked' = 
   return result.rows[0] ?? null;
 }
 
-export async function updateRun(db: Db, id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
+export async function updateRun(
+  db: Db,
+  id: string,
+  fields: Partial<Omit<RunRow, 'id' | 'answered' | 'answered_at'>>,
+): Promise<void> {
   const entries = Object.entries(fields);
   if (entries.length === 0) return;
   const sets = entries.map(([key], i) => `${key} = $${i + 2}`);
@@ -311,7 +332,8 @@ export async function updateRun(db: Db, id: string, fields: Partial<Omit<RunRow,
 export async function dueRunIds(db: Db, now: Date): Promise<string[]> {
   const result = await db.query<{ id: string }>(
     `SELECT id FROM sandbox.runs
-      WHERE (status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1)
+      WHERE engine IS NULL
+        AND ((status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1))
       ORDER BY seq LIMIT 100`,
     [now],
   );
@@ -326,8 +348,23 @@ export function runWebUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/runs/${encodeURIComponent(id)}`;
 }
 
-export function runToWire(row: RunRow, publicUrl: string): RunWire {
+/**
+ * When a run on a real engine should finish: its pace so far (elapsed since start over answered
+ * questions) times the questions left, from now. Null until the first answer is stored.
+ */
+function engineRunEta(row: RunRow, now: Date): Date | null {
+  if (row.started_at === null || row.answered === 0) return null;
+  const perQuestion = (Math.max(now.getTime(), row.answered_at?.getTime() ?? 0) - row.started_at.getTime()) / row.answered;
+  return new Date(now.getTime() + perQuestion * (row.question_count - row.answered));
+}
+
+/** The engine label on the wire: the engine's own, or `simulator` for the sandbox's simulated model. */
+export const SIMULATED_ENGINE = 'simulator';
+
+export function runToWire(row: RunRow, publicUrl: string, now: Date = new Date()): RunWire {
   const finished = row.status === 'completed' || row.status === 'failed';
+  const simulatedEta = new Date(row.starts_at.getTime() + row.duration_ms);
+  const eta = row.engine === null ? simulatedEta : engineRunEta(row, now);
   return {
     id: row.id,
     benchmark_id: row.benchmark_id,
@@ -341,10 +378,18 @@ export function runToWire(row: RunRow, publicUrl: string): RunWire {
     created_at: row.created_at.toISOString(),
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
-    estimated_finish_at: finished ? null : new Date(row.starts_at.getTime() + row.duration_ms).toISOString(),
+    estimated_finish_at: finished || eta === null ? null : eta.toISOString(),
     error_message: row.error_message,
     web_url: runWebUrl(publicUrl, row.id),
     environment: 'sandbox',
+    engine: row.engine ?? SIMULATED_ENGINE,
+    progress: {
+      done: row.engine === null ? (row.status === 'completed' ? row.question_count : 0) : row.answered,
+      total: row.question_count,
+    },
+    ...(row.engine === null
+      ? {}
+      : { prompt_tokens: row.prompt_tokens ?? null, completion_tokens: row.completion_tokens ?? null }),
   };
 }
 
