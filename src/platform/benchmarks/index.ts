@@ -15,3 +15,5 @@ export {
 export { normalizeText, scoreAnswer, type ScoredAnswer } from './scorers.js';
 export { PROMPT_VARIANTS, renderPrompt } from './prompts.js';
 export { MAX_BENCHMARK_FILE_BYTES, loadBenchmarksDir, readBenchmarkFile, type BenchmarksDir, type FileBenchmark, type InvalidBenchmarkFile } from './directory.js';
+export { BENCHMARK_UPLOADS_DDL, createBenchmarkLibrary, type BenchmarkLibrary, type BenchmarkLibraryOptions, type UploadOutcome } from './library.js';
+export { fileBenchmarkToWire } from './wire.js';

@@ -1,5 +1,6 @@
 // The sandbox's own Postgres schema `sandbox`: ordered, idempotent migrations applied under an advisory lock.
 import type pg from 'pg';
+import { BENCHMARK_UPLOADS_DDL } from '../benchmarks/library.js';
 
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
@@ -172,6 +173,8 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       ALTER TABLE sandbox.models ADD COLUMN adapter_path text;
     `,
   },
+  // Benchmarks uploaded through the API (src/platform/benchmarks/library.ts).
+  { version: 4, sql: BENCHMARK_UPLOADS_DDL },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */
