@@ -188,7 +188,7 @@ describe('real trainings under the training supervisor', () => {
     first.holdNow();
     second.holdNow();
     const a = await start(first.trainer);
-    const b = await start(second.trainer);
+    await start(second.trainer);
     const dataset = await a.platform.buildDataset({ runId }, 'ds');
     const job = await a.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
     await waitFor(() => first.state.starts.length + second.state.starts.length > 0 || undefined);
