@@ -174,6 +174,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       [arch: string]: unknown;
     };
     const arch = metadata.general?.architecture;
+    if (typeof arch !== 'string' || arch === '') throw invalid(`${basename(path)} is not a usable GGUF file: it names no general.architecture`, 'invalid_gguf');
     const archMeta = arch ? (metadata[arch] as { context_length?: number } | undefined) : undefined;
     return {
       id,
@@ -303,6 +304,40 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     return stopReason === 'maxTokens' ? 'length' : 'stop';
   }
 
+  /**
+   * Stop strings as OpenAI defines them: the text ends right before the first one, even inside a
+   * token (node-llama-cpp's stop triggers drop the whole token). Generation is aborted once one shows.
+   */
+  function stopWatch(stop: z.infer<typeof stopSchema>) {
+    const list = stops(stop) ?? [];
+    const controller = new AbortController();
+    let text = '';
+    let generated = 0;
+    let cut = -1;
+    return {
+      options: {
+        signal: controller.signal,
+        stopOnAbortSignal: true,
+        onTextChunk: (chunk: string) => {
+          text += chunk;
+          if (cut >= 0 || list.length === 0) return;
+          const found = list.map((s) => text.indexOf(s)).filter((i) => i >= 0);
+          if (found.length > 0) {
+            cut = Math.min(...found);
+            controller.abort();
+          }
+        },
+        onToken: (tokens: readonly unknown[]) => {
+          generated += tokens.length;
+        },
+      },
+      result(response: string, stopReason: string) {
+        if (cut >= 0) return { text: text.slice(0, cut), finish: 'stop' as const, generated };
+        return { text: response, finish: finishReason(stopReason), generated };
+      },
+    };
+  }
+
   async function completions(body: unknown): Promise<object> {
     const request = parse(CompletionRequest, body);
     const prompt = Array.isArray(request.prompt) ? request.prompt[0]! : request.prompt;
@@ -313,23 +348,21 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       const sequence = context.getSequence();
       try {
         const completion = new LlamaCompletion({ contextSequence: sequence });
-        let generated = 0;
-        const result = await completion.generateCompletionWithMeta(prompt, {
+        const watch = stopWatch(request.stop);
+        const meta = await completion.generateCompletionWithMeta(prompt, {
           maxTokens,
           temperature: request.temperature ?? 1,
           ...(request.top_p != null ? { topP: request.top_p } : {}),
           ...(request.seed != null ? { seed: request.seed } : {}),
-          ...(stops(request.stop) ? { customStopTriggers: stops(request.stop) } : {}),
-          onToken: (tokens) => {
-            generated += tokens.length;
-          },
+          ...watch.options,
         });
+        const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
         return {
           id: `cmpl-${crypto.randomUUID()}`,
           object: 'text_completion',
           created: Math.floor(Date.now() / 1000),
           model: request.model,
-          choices: [{ index: 0, text: result.response, logprobs: null, finish_reason: finishReason(result.metadata.stopReason) }],
+          choices: [{ index: 0, text, logprobs: null, finish_reason: finish }],
           usage: { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated },
         };
       } finally {
@@ -359,18 +392,16 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       const sequence = context.getSequence();
       try {
         const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: new JinjaTemplateChatWrapper({ template }) });
-        let generated = 0;
         const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
-        const result = await chat.generateResponse(history, {
+        const watch = stopWatch(request.stop);
+        const meta = await chat.generateResponse(history, {
           ...(maxTokens != null ? { maxTokens } : {}),
           temperature: request.temperature ?? 1,
           ...(request.top_p != null ? { topP: request.top_p } : {}),
           ...(request.seed != null ? { seed: request.seed } : {}),
-          ...(stops(request.stop) ? { customStopTriggers: stops(request.stop) } : {}),
-          onToken: (tokens) => {
-            generated += tokens.length;
-          },
+          ...watch.options,
         });
+        const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
         const used = sequence.tokenMeter.getState();
         const promptTokens = Math.max(0, used.usedInputTokens - Math.max(0, generated - 1));
         return {
@@ -378,7 +409,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: request.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: result.response }, logprobs: null, finish_reason: finishReason(result.metadata.stopReason) }],
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }],
           usage: { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated },
         };
       } finally {
