@@ -114,7 +114,7 @@ describe('real trainings under the training supervisor', () => {
     return s;
   }
 
-  it('builds the dataset from the failed questions in prompt variants, prices it, trains once, registers the adapter before the model exists, charges and signals', async () => {
+  it('builds the dataset from the failed questions in prompt variants, prices it, trains once, registers the adapter before the model exists, charges and signals, serves it again after a restart', async () => {
     const runId = await seedEngineRun(setup.databaseUrl);
     receiver = await startReceiver();
     const { trainer, state, holdNow } = testTrainer();
@@ -179,6 +179,12 @@ describe('real trainings under the training supervisor', () => {
     });
     expect(events[0]!.data.id).toBe(launched.id);
     expect(receiver.deliveries[0]!.headers['webhook-signature']).toMatch(/^v1,/);
+
+    // A restarted platform serves the adapters it produced again (an embedded endpoint starts empty).
+    await started.splice(0)[0]!.sandbox.stop();
+    await start(testTrainer().trainer);
+    await waitFor(() => setup.registrations.length === 2 || undefined);
+    expect(setup.registrations[1]).toEqual(setup.registrations[0]);
   });
 
   it('two platform processes on one database never run two trainer jobs for one training', async () => {
