@@ -13,6 +13,7 @@ import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost, type PostPayload } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
+import { triggerFiles } from '../store/trigger-files.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
@@ -329,8 +330,12 @@ export function renderTriggerText(trigger: Trigger): string {
   const payload = trigger.payload as Record<string, unknown>;
   switch (trigger.kind) {
     case 'mention':
-    case 'reply':
-      return `[Slack message from <@${trigger.user_id}>]\n${String(payload.text ?? '')}`;
+    case 'reply': {
+      const files = triggerFiles(trigger);
+      const shared = files.map((f) => `"${f.name}" (file id ${f.id}, ${f.mimetype}, ${f.size} bytes)`);
+      const attached = shared.length ? `\n[Files shared with this message: ${shared.join('; ')}. benchmark-import makes one a benchmark.]` : '';
+      return `[Slack message from <@${trigger.user_id}>]\n${String(payload.text ?? '')}${attached}`;
+    }
     case 'button':
       return `[<@${trigger.user_id}> pressed the button "${String(payload.label ?? payload.actionId ?? '')}"]`;
     case 'retry':
