@@ -2,14 +2,18 @@
 import { copyFile, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
+import { getLlama, JinjaTemplateChatWrapper, LlamaChat, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../../src/platform/engines/llama-server.js';
 import { createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
+import { withStringMetadata } from './fixtures/gguf-metadata.js';
 
 const SHARED_MODEL = path.resolve('../shared/models/stories260K.gguf');
+/** A template that says who speaks, in plain words stories260K's vocabulary has. */
+const CHAT_TEMPLATE =
+  "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n{% elif message['role'] == 'user' %}Tom said: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}Lily said:{% endif %}";
 const THREADS = 2;
 const trainer = createPytorchTrainer({ python: process.env.TRAINER_PYTHON || undefined, threads: THREADS });
 const trainerProbe = await trainer.availability();
@@ -28,6 +32,7 @@ beforeAll(async () => {
   await copyFile(SHARED_MODEL, path.join(modelsDir, 'stories260K.gguf'));
   await writeFile(path.join(modelsDir, 'README.txt'), 'not a model');
   await writeFile(path.join(modelsDir, 'truncated.gguf'), 'GGUF');
+  await withStringMetadata(SHARED_MODEL, path.join(modelsDir, 'stories-chat.gguf'), 'tokenizer.chat_template', CHAT_TEMPLATE);
   server = await startLlamaServer({ modelsDir, threads: THREADS, parallel: 2, contextSize: 256 });
   llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   direct = await llama.loadModel({ modelPath: SHARED_MODEL });
@@ -74,14 +79,17 @@ const complete = (prompt: string, maxTokens: number, extra: object = {}, model =
   call('POST', '/v1/completions', { model, prompt, max_tokens: maxTokens, temperature: 0, ...extra });
 
 describe('llama-server', () => {
-  it('names its engine and lists every model GGUF by file name, with no chat template here', async () => {
+  it('names its engine and lists every model GGUF by file name, saying which has a chat template', async () => {
     expect(server.label).toBe('llama.cpp, CPU, 2 threads');
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const { status, json } = await call('GET', '/v1/models');
     expect(status).toBe(200);
     expect(json).toEqual({
       object: 'list',
-      data: [{ id: 'stories260K', object: 'model', created: expect.any(Number), owned_by: 'llama.cpp', root: 'stories260K', parent: null, max_model_len: 256, chat_template: false }],
+      data: [
+        { id: 'stories-chat', object: 'model', created: expect.any(Number), owned_by: 'llama.cpp', root: 'stories-chat', parent: null, max_model_len: 256, chat_template: true },
+        { id: 'stories260K', object: 'model', created: expect.any(Number), owned_by: 'llama.cpp', root: 'stories260K', parent: null, max_model_len: 256, chat_template: false },
+      ],
     });
   });
 
@@ -123,6 +131,35 @@ describe('llama-server', () => {
     expect(json.error.message).toMatch(/has no chat template.*\/v1\/completions/);
   });
 
+  it("answers chat completions through the model's own chat template, as node-llama-cpp's chat does", async () => {
+    const messages = [
+      { role: 'system', content: 'Once upon a time, there was a girl named Lily and a boy named Tom.' },
+      { role: 'user', content: 'Do you want to play in the park?' },
+    ];
+    const { status, json, text } = await call('POST', '/v1/chat/completions', { model: 'stories-chat', messages, max_tokens: 12, temperature: 0 });
+    expect(status, text).toBe(200);
+    const chatModel = await llama.loadModel({ modelPath: path.join(modelsDir, 'stories-chat.gguf') });
+    const context = await chatModel.createContext({ contextSize: 256, threads: THREADS });
+    try {
+      const chat = new LlamaChat({ contextSequence: context.getSequence(), chatWrapper: new JinjaTemplateChatWrapper({ template: CHAT_TEMPLATE }) });
+      const expected = await chat.generateResponse(
+        [{ type: 'system', text: messages[0]!.content }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }],
+        { maxTokens: 12, temperature: 0 },
+      );
+      expect(expected.response.length).toBeGreaterThan(0);
+      expect(json).toMatchObject({
+        object: 'chat.completion',
+        model: 'stories-chat',
+        choices: [{ index: 0, message: { role: 'assistant', content: expected.response }, finish_reason: expected.metadata.stopReason === 'maxTokens' ? 'length' : 'stop' }],
+      });
+      expect(json.usage.prompt_tokens).toBeGreaterThan(direct.tokenize(messages[0]!.content + messages[1]!.content).length);
+      expect(json.usage.total_tokens).toBe(json.usage.prompt_tokens + json.usage.completion_tokens);
+    } finally {
+      await context.dispose();
+      await chatModel.dispose();
+    }
+  });
+
   it('answers bad requests with OpenAI-shaped errors', async () => {
     const cases: Array<[Reply, number, string | RegExp]> = [
       [await complete('x', 4, {}, 'nope'), 404, 'model_not_found'],
@@ -132,8 +169,10 @@ describe('llama-server', () => {
       [await complete('Once upon a time '.repeat(80), 16), 400, 'context_length_exceeded'],
       [await call('GET', '/v1/nothing'), 404, 'not_found'],
       [await call('POST', '/v1/unload_lora_adapter', { lora_name: 'never-loaded' }), 404, 'lora_not_found'],
-      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(modelsDir, 'stories260K.gguf') }), 400, 'invalid_lora_path'],
-      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(dir, 'missing.gguf') }), 400, 'invalid_lora_path'],
+      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(modelsDir, 'stories260K.gguf'), base_model: 'stories260K' }), 400, 'invalid_lora_path'],
+      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(dir, 'missing.gguf'), base_model: 'stories260K' }), 400, 'invalid_lora_path'],
+      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(dir, 'missing.gguf'), base_model: 'nope' }), 404, 'model_not_found'],
+      [await call('POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: path.join(dir, 'missing.gguf') }), 400, 'invalid_request'],
       [await call('POST', '/v1/load_lora_adapter', { lora_name: 'stories260K', lora_path: path.join(dir, 'a.gguf') }), 400, 'invalid_request'],
     ];
     for (const [reply, status, code] of cases) {
@@ -171,7 +210,9 @@ describe('llama-server', () => {
     );
     expect((await job.done).type).toBe('completed');
 
-    const load = { lora_name: 'stories-zara', lora_path: adapterPath };
+    const ambiguous = await call('POST', '/v1/load_lora_adapter', { lora_name: 'stories-zara', lora_path: adapterPath });
+    expect(ambiguous.json.error.message).toBe('base_model is required: 2 base models are served (stories-chat, stories260K).');
+    const load = { lora_name: 'stories-zara', lora_path: adapterPath, base_model: 'stories260K' };
     const loaded = await call('POST', '/v1/load_lora_adapter', load);
     expect(loaded.status, loaded.text).toBe(200);
     expect((await call('POST', '/v1/load_lora_adapter', load)).status).toBe(200);
@@ -180,6 +221,7 @@ describe('llama-server', () => {
 
     const models = (await call('GET', '/v1/models')).json.data;
     expect(models.map((m: { id: string; parent: string | null }) => [m.id, m.parent])).toEqual([
+      ['stories-chat', null],
       ['stories260K', null],
       ['stories-zara', 'stories260K'],
     ]);
