@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -43,12 +44,18 @@ describe('loadConfig', () => {
     [{ ...base, BENCHGEN_API_URL: 'https://bench.example', BENCHGEN_API_TOKEN: 't' }, 'BENCHGEN_WEBHOOK_SECRET'],
     [{ ...base, AGENT_PRICES: '{"m":{"input":"free"}}' }, 'AGENT_PRICES'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ ...base, BENCHMARKS_DIR: '/no/such/benchmarks/folder' }, 'BENCHMARKS_DIR'],
   ])('names the variable in one line: %#', (env, variable) => {
     const error = errorOf(env as Record<string, string>);
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.variable).toBe(variable);
     expect(error.message.startsWith(`Configuration error: ${variable} `)).toBe(true);
     expect(error.message).not.toContain('\n');
+  });
+
+  it('resolves BENCHMARKS_DIR to an absolute folder, unset by default', () => {
+    expect(loadConfig(base).engines.benchmarksDir).toBeUndefined();
+    expect(loadConfig({ ...base, BENCHMARKS_DIR: 'test' }).engines.benchmarksDir).toBe(path.resolve('test'));
   });
 
   it('parses lists and price overrides', () => {
