@@ -205,6 +205,12 @@ async function checkLoop(h: Harness, threadTs: string, direct: DirectLlama, engi
     heldOut: dataset.held_out_question_ids,
   });
   expect(expected.overall.table.fixed).toBeGreaterThanOrEqual(fixedTrained.length);
+  const right = (rows: AnswerRow[]) => rows.filter((r) => r.score >= 0.5).length;
+  console.info(
+    `[real-engines] ${engineLabel}: ${right(beforeRows)}/12 before, ${right(afterRows)}/12 after; ` +
+      `fixed ${expected.overall.table.fixed} (${fixedTrained.length} of ${dataset.trained_question_ids.length} trained on), broken ${expected.overall.table.broken}; ` +
+      `training attempts ${training.attempts}`,
+  );
   const table = (verdict.blocks as Array<{ type: string; rows?: Array<Array<{ text: string }>> }>).find((b) => b.type === 'table')!;
   const row = (label: string) => table.rows!.find((r) => r[0]!.text.startsWith(label))!.map((c) => c.text);
   expect(row('All questions')).toEqual([
