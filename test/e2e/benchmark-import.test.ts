@@ -79,4 +79,19 @@ describe('a benchmark file shared in a thread', () => {
     expect(refused!.text).toContain('Refused: The file "huge.jsonl" is 50000000 bytes');
     expect(h.slack.callsTo('files-pri')).toHaveLength(before);
   });
+
+  it('says why when Slack will not give the file, and never sends the token off Slack', async () => {
+    const hidden = h.slack.shareFile({ name: 'secret.jsonl', content: STORIES, user: 'UDAN', hiddenFromBot: true });
+    const first = await h.mention({ user: 'UDAN', text: '<@UBOT> benchmark this', files: [hidden] });
+    const [signIn] = await h.waitForPosts(first.ts, 1);
+    expect(signIn!.text).toContain('Refused: Could not download "secret.jsonl": Slack answered with its sign-in page (the app needs the files:read scope');
+    expect(h.slack.callsTo('files-pri').at(-1)).toMatchObject({ args: { file_id: hidden.id }, status: 200, response: expect.stringContaining('Sign in') });
+
+    const before = h.slack.callsTo('files-pri').length;
+    const elsewhere = { ...h.slack.shareFile({ name: 'away.jsonl', content: STORIES, user: 'UDAN' }), url_private_download: 'https://files.example.test/away.jsonl' };
+    const second = await h.mention({ user: 'UDAN', text: '<@UBOT> and this', files: [elsewhere] });
+    const [refused] = await h.waitForPosts(second.ts, 1);
+    expect(refused!.text).toContain('is not on Slack (files.example.test); it was not fetched');
+    expect(h.slack.callsTo('files-pri')).toHaveLength(before);
+  });
 });

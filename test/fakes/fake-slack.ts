@@ -137,6 +137,8 @@ export interface ShareFileInput {
   user?: string;
   /** Bytes announced in the event's `size` (default: the content's length). */
   announcedSize?: number;
+  /** The bot may not read it (no `files:read`, or shared where the bot is not): Slack answers its sign-in page. */
+  hiddenFromBot?: boolean;
 }
 
 export interface FakeReaction {
@@ -179,7 +181,7 @@ export interface FakeSlack {
    */
   shareFile(file: ShareFileInput): SlackEventFile;
   /** Files users shared (see `shareFile`), by id. */
-  sharedFiles: Map<string, { file: SlackEventFile; content: Buffer }>;
+  sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
   waitFor(predicate: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
   failNext(method: string, n: number, response: SlackFailure): void;
   reset(): void;
@@ -823,7 +825,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     record({ method: 'upload', args: { file_id: fileId, bytes: content.length }, at: Date.now(), ...(token ? { token } : {}), status, response: text });
   };
 
-  const sharedFiles = new Map<string, { file: SlackEventFile; content: Buffer }>();
+  const sharedFiles = new Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>();
   let sharedCounter = 0;
 
   /** GET of a shared file's url_private(_download): the bytes with a token, Slack's sign-in page without one. */
@@ -836,7 +838,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       status = 404;
       response = 'file not found';
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(response);
-    } else if (!known) {
+    } else if (!known || shared.hidden) {
       response = '<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to your workspace</body></html>';
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(response);
     } else {
@@ -974,7 +976,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         has_rich_preview: false,
         file_access: 'visible',
       };
-      sharedFiles.set(id, { file, content });
+      sharedFiles.set(id, { file, content, hidden: input.hiddenFromBot ?? false });
       return file;
     },
     waitFor: (predicate, timeoutMs = 5000) => {
