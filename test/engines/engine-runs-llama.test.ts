@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
+import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 
 const SOURCE_MODEL = path.resolve('..', 'shared', 'models', 'stories260K.gguf');
@@ -47,7 +48,7 @@ async function greedy(prompt: string, maxTokens: number): Promise<string> {
   }
 }
 
-async function runOn(inference: Parameters<typeof startTestSandbox>[0]['inference']) {
+async function runOn(inference: Partial<SandboxInferenceOptions>) {
   const test = await startTestSandbox({ inference: { benchmarkItems: async (id) => (id === 'stories' ? items : null), pollIntervalMs: 50, ...inference } });
   sandboxes.push(test);
   const models = await test.platform.findModels('stories');
