@@ -47,6 +47,11 @@ const ENGINE_ENV = {
     TRAINER_PYTHON: optionalString,
     TRAINING_CREDITS_PER_1K_TOKENS: positiveNumber(1),
     TRAINING_TOKENS_PER_SECOND: positiveNumber(500),
+    TRAINING_LEARNING_RATE: optionalString
+      .transform((value) => (value === undefined ? undefined : Number(value)))
+      .refine((value) => value === undefined || (Number.isFinite(value) && value > 0 && value <= 1), {
+        message: 'must be a number above 0 and at most 1, e.g. 0.003',
+      }),
 };
 
 const EnvSchema = z
@@ -188,6 +193,7 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     trainerPython: e.TRAINER_PYTHON,
     trainingCreditsPer1kTokens: e.TRAINING_CREDITS_PER_1K_TOKENS,
     trainingTokensPerSecond: e.TRAINING_TOKENS_PER_SECOND,
+    trainingLearningRate: e.TRAINING_LEARNING_RATE,
   };
 }
 
@@ -208,6 +214,8 @@ export interface EngineConfig {
   trainingCreditsPer1kTokens: number;
   /** Expected training speed in trained tokens a second, for the estimate before launch. */
   trainingTokensPerSecond: number;
+  /** LoRA learning rate of every training; unset = the trainer's default (3e-3). */
+  trainingLearningRate: number | undefined;
 }
 
 function isFolder(value: string): boolean {

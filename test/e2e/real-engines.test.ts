@@ -82,6 +82,8 @@ function engineEnv(dirs: { modelsDir: string; benchmarksDir: string }, python: s
     ENGINE_THREADS: String(THREADS),
     INFERENCE_CONCURRENCY: '2',
     ...(python ? { TRAINER_PYTHON: python } : {}),
+    // A 260K-parameter model learns a one-word continuation from 45 examples at this rate.
+    TRAINING_LEARNING_RATE: '0.01',
     // Runs and trainings of real engines take seconds to minutes: no sweep while they work.
     RECONCILE_OVERDUE_SECONDS: '3600',
   };
@@ -162,8 +164,9 @@ async function checkLoop(h: Harness, threadTs: string, direct: DirectLlama, engi
   expect(before.model_id).toBe(MODEL);
   expect(after.model_id).toMatch(/^ft\/stories260K-lora-\d+$/);
 
-  const training = (await sql<{ status: string; produced_model_id: string; adapter_path: string; charged: string; price: string; trainer: string; attempts: number }>`
-    select status, produced_model_id, adapter_path, charged, price, trainer, attempts from sandbox.trainings`.execute(h.db.db)).rows[0]!;
+  const training = (await sql<{ status: string; produced_model_id: string; adapter_path: string; charged: string; price: string; trainer: string; attempts: number; hyperparameters: { learningRate: number; epochs: number } }>`
+    select status, produced_model_id, adapter_path, charged, price, trainer, attempts, hyperparameters from sandbox.trainings`.execute(h.db.db)).rows[0]!;
+  expect(training.hyperparameters).toMatchObject({ learningRate: 0.01, epochs: 3 });
   expect(training.status).toBe('completed');
   expect(training.produced_model_id).toBe(after.model_id);
   expect(training.trainer).toMatch(/^PyTorch LoRA, CPU/);

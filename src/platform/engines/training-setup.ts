@@ -28,5 +28,6 @@ export function trainingFromConfig(
     threads: engines.threads,
     creditsPer1kTokens: engines.trainingCreditsPer1kTokens,
     tokensPerSecond: engines.trainingTokensPerSecond,
+    ...(engines.trainingLearningRate !== undefined ? { hyperparameters: { learningRate: engines.trainingLearningRate } } : {}),
   };
 }

@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { BenchmarkLibrary } from '../benchmarks/library.js';
 import type { TrainingSupervisor } from '../engines/training-supervisor.js';
-import type { Trainer } from '../engines/trainer.js';
+import type { LoraHyperparameters, Trainer } from '../engines/trainer.js';
 import type { InferenceEngine } from '../engines/inference.js';
 import type { RunItem } from './answers.js';
 import type { SandboxFaults } from './faults.js';
@@ -82,6 +82,8 @@ export interface TrainingEngine {
   creditsPer1kTokens: number | null;
   /** Trained tokens per second this machine is expected to reach, for the estimate before launch. */
   tokensPerSecond: number;
+  /** Hyperparameters of every launch over the trainer port's defaults (epochs come from the launch). */
+  hyperparameters: Partial<LoraHyperparameters>;
   /** Absolute path of a base model's GGUF file, or null when this machine has none. */
   baseModelPath(modelId: string): string | null;
   /** Tokens of `text` in the model's tokenizer (an estimate when the engine cannot count). */

@@ -482,7 +482,7 @@ export function launchTraining(
         finishes_at: new Date(now.getTime() + durationMs),
         duration_ms: durationMs,
         trainer: engine.trainer.label,
-        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, epochs: input.epochs },
+        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...engine.hyperparameters, epochs: input.epochs },
       });
       ctx.logger.info({ trainingId: row.id, datasetId: dataset.id, trainer: engine.trainer.label }, 'training launched');
       return { status: 201, body: trainingToWire(row, ctx.publicUrl, now) };

@@ -24,6 +24,7 @@ import { createTrainingSupervisor, type AdapterRegistration, type TrainingSuperv
 import { enqueueEvent, processDueWork } from './operations.js';
 import { startRunExecutor, type RunExecutor } from '../engines/run-executor.js';
 import type { PromptStyle } from '../engines/inference.js';
+import type { LoraHyperparameters } from '../engines/trainer.js';
 import type { RunItem } from './answers.js';
 import { catalogueItems, defaultRenderPrompt, defaultScoreAnswer, startInferenceEngine } from '../engines/engine-setup.js';
 import { createBenchmarkLibrary } from '../benchmarks/library.js';
@@ -112,6 +113,8 @@ export interface SandboxTrainingOptions
   tokensPerSecond?: number;
   /** Tokens of `text` in the model's tokenizer; default the inference engine's count. */
   countTokens?(modelId: string, text: string): Promise<number>;
+  /** LoRA hyperparameters over the trainer port's defaults; epochs come from each launch. */
+  hyperparameters?: Partial<LoraHyperparameters>;
 }
 
 /**
@@ -147,6 +150,7 @@ function trainingEngine(
     supervisor: createTrainingSupervisor(ctx, { ...training, baseModelPath, registerAdapter }),
     creditsPer1kTokens: training.creditsPer1kTokens ?? null,
     tokensPerSecond: training.tokensPerSecond ?? 500,
+    hyperparameters: training.hyperparameters ?? {},
     baseModelPath,
     countTokens,
   };
