@@ -133,8 +133,7 @@ function routes(ctx: SandboxContext): Route[] {
       let models = await listModels(ctx.pool);
       if (ctx.inference) {
         // A real engine: what the endpoint serves now, plus the models this platform trained.
-        await syncEngineModels(ctx, ctx.inference);
-        const served = new Set((await ctx.inference.engine.listModels()).map((m) => m.id));
+        const served = new Set((await syncEngineModels(ctx, ctx.inference)).map((m) => m.id));
         models = (await listModels(ctx.pool)).filter(
           (m) => m.engine !== null && (m.kind === 'fine_tuned' || served.has(m.id)),
         );

@@ -17,6 +17,7 @@ import type { BenchmarkItem } from '../benchmarks/format.js';
 import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
+import type { InferenceModel } from '../engines/inference.js';
 import { estimateRunCredits } from '../engines/run-executor.js';
 import { insertRunQuestions, upsertEngineModels } from './answers.js';
 import type { InferenceContext, SandboxContext, TrainingEngine } from './context.js';
@@ -204,19 +205,20 @@ async function requireCredits(client: pg.PoolClient, price: number): Promise<voi
  * Models the inference endpoint serves, recorded as this platform's base models (at most one
  * lookup a second); an endpoint that cannot be reached is a 503 naming it.
  */
-export async function syncEngineModels(ctx: SandboxContext, inference: InferenceContext): Promise<void> {
-  const last = engineModelsSyncedAt.get(inference) ?? 0;
-  if (Date.now() - last < 1_000) return;
-  let models;
+export async function syncEngineModels(ctx: SandboxContext, inference: InferenceContext): Promise<InferenceModel[]> {
+  const last = engineModelsSynced.get(inference);
+  if (last && Date.now() - last.at < 1_000) return last.models;
+  let models: InferenceModel[];
   try {
     models = await inference.engine.listModels();
   } catch (error) {
     throw new SandboxApiError(503, 'unavailable', `the inference engine (${inference.engine.label}) cannot list its models: ${(error as Error).message}`);
   }
   await upsertEngineModels(ctx.pool, models, inference.engine.label, ctx.now());
-  engineModelsSyncedAt.set(inference, Date.now());
+  engineModelsSynced.set(inference, { at: Date.now(), models });
+  return models;
 }
-const engineModelsSyncedAt = new WeakMap<InferenceContext, number>();
+const engineModelsSynced = new WeakMap<InferenceContext, { at: number; models: InferenceModel[] }>();
 
 export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
   const inference = ctx.inference;
