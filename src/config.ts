@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_MODEL, parsePriceOverrides, type ModelPrices } from './agent/pricing.js';
+import { DEFAULT_TOGETHER_API_URL } from './platform/engines/together-trainer.js';
+
 
 const optionalString = z
   .string()
@@ -52,6 +54,10 @@ const ENGINE_ENV = {
       .refine((value) => value === undefined || (Number.isFinite(value) && value > 0 && value <= 1), {
         message: 'must be a number above 0 and at most 1, e.g. 0.003',
       }),
+    TOGETHER_API_KEY: optionalString,
+    TOGETHER_API_URL: url("Together's API base, e.g. https://api.together.xyz/v1"),
+    TOGETHER_POLL_MS: positiveInt(5_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    TOGETHER_MAX_POLL_MS: positiveInt(60_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
 };
 
 const EnvSchema = z
@@ -183,8 +189,9 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
   return {
     modelsDir: e.MODELS_DIR === undefined ? undefined : path.resolve(e.MODELS_DIR),
     benchmarksDir: e.BENCHMARKS_DIR === undefined ? undefined : path.resolve(e.BENCHMARKS_DIR),
-    inferenceUrl: e.INFERENCE_URL,
-    inferenceApiKey: e.INFERENCE_API_KEY,
+    // With Together and no endpoint of the user's own, runs go to Together's inference too.
+    inferenceUrl: e.INFERENCE_URL ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR ? (e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL) : undefined),
+    inferenceApiKey: e.INFERENCE_API_KEY ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR && !e.INFERENCE_URL ? e.TOGETHER_API_KEY : undefined),
     promptStyle: e.INFERENCE_PROMPT_STYLE,
     threads: e.ENGINE_THREADS,
     concurrency: e.INFERENCE_CONCURRENCY,
@@ -194,6 +201,10 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     trainingCreditsPer1kTokens: e.TRAINING_CREDITS_PER_1K_TOKENS,
     trainingTokensPerSecond: e.TRAINING_TOKENS_PER_SECOND,
     trainingLearningRate: e.TRAINING_LEARNING_RATE,
+    togetherApiKey: e.TOGETHER_API_KEY,
+    togetherApiUrl: e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL,
+    togetherPollMs: e.TOGETHER_POLL_MS,
+    togetherMaxPollMs: Math.max(e.TOGETHER_POLL_MS, e.TOGETHER_MAX_POLL_MS),
   };
 }
 
@@ -216,6 +227,13 @@ export interface EngineConfig {
   trainingTokensPerSecond: number;
   /** LoRA learning rate of every training; unset = the trainer's default (3e-3). */
   trainingLearningRate: number | undefined;
+  /** Set = trainings are Together fine-tuning jobs. */
+  togetherApiKey: string | undefined;
+  /** Together's API base (`/v1` included). */
+  togetherApiUrl: string;
+  /** First and longest interval between two status polls of a Together job (backoff doubles while nothing changes). */
+  togetherPollMs: number;
+  togetherMaxPollMs: number;
 }
 
 function isFolder(value: string): boolean {

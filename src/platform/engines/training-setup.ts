@@ -4,6 +4,7 @@ import type { EngineConfig } from '../../config.js';
 import type { SandboxLogger } from '../sandbox/context.js';
 import type { SandboxTrainingOptions } from '../sandbox/sandbox.js';
 import { createPytorchTrainer } from './pytorch-trainer.js';
+import { createTogetherTrainer } from './together-trainer.js';
 
 /**
  * Training options for the platform when a real engine is configured (`MODELS_DIR` or
@@ -17,12 +18,22 @@ export function trainingFromConfig(
 ): SandboxTrainingOptions | undefined {
   if (!engines.inferenceUrl && !engines.modelsDir) return undefined;
   const root = path.resolve(dataDir);
+  const trainer = engines.togetherApiKey
+    ? createTogetherTrainer({
+        apiKey: engines.togetherApiKey,
+        apiUrl: engines.togetherApiUrl,
+        promptStyle: engines.promptStyle,
+        pollMs: engines.togetherPollMs,
+        maxPollMs: engines.togetherMaxPollMs,
+        logger,
+      })
+    : createPytorchTrainer({
+        ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
+        threads: engines.threads,
+        logger,
+      });
   return {
-    trainer: createPytorchTrainer({
-      ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
-      threads: engines.threads,
-      logger,
-    }),
+    trainer,
     adaptersDir: engines.modelsDir ? path.join(engines.modelsDir, 'adapters') : path.join(root, 'adapters'),
     workDir: path.join(root, 'training'),
     threads: engines.threads,

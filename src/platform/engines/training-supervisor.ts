@@ -140,13 +140,14 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     logger.info({ trainingId: id, message }, 'training failed');
   }
 
-  async function complete(training: TrainingRow, adapterPath: string, finalLoss: number | null): Promise<void> {
+  /** `servedModel`: the name a hosted trainer's endpoint serves the model under (no adapter file to load). */
+  async function complete(training: TrainingRow, adapterPath: string, finalLoss: number | null, servedModel?: string): Promise<void> {
     const base = await getModel(ctx.pool, training.base_model_id);
     if (!base) throw new Error(`base model ${training.base_model_id} of training ${training.id} is missing`);
     const name = fineTunedName(base.name, training.id);
     const modelId = `ft/${name}`;
     // Served before it exists: no run can name the model before the endpoint has its adapter.
-    await options.registerAdapter({ name: modelId, path: adapterPath, baseModelId: base.id });
+    if (!servedModel) await options.registerAdapter({ name: modelId, path: adapterPath, baseModelId: base.id });
     const completed = await withTransaction(ctx.pool, async (client) => {
       const current = await getTraining(client, training.id, 'for-update');
       if (!current || (current.status !== 'queued' && current.status !== 'running')) return false;
@@ -160,14 +161,15 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         trainingJobId: training.id,
         datasetId: training.dataset_id,
         createdAt: now,
-        adapterPath,
+        adapterPath: servedModel ? null : adapterPath,
+        servedModel: servedModel ?? null,
         engine: base.engine ?? null,
       });
       await updateTraining(client, training.id, {
         status: 'completed',
         charged: training.price,
         produced_model_id: modelId,
-        adapter_path: adapterPath,
+        adapter_path: servedModel ? null : adapterPath,
         finished_at: now,
         progress_at: now,
         step: current.total_steps ?? current.step,
@@ -210,7 +212,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       lost = true;
       const active = running.get(id);
       logger.error({ trainingId: id }, 'training lock connection lost; stopping its trainer job');
-      void active?.job?.cancel();
+      void (active?.job?.detach ?? active?.job?.cancel)?.call(active.job);
     };
     lock.on('error', onLost);
     try {
@@ -226,7 +228,8 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         await fail(id, `the trainer was started ${training.attempts} times without finishing; not trying again`);
         return;
       }
-      const baseModelPath = options.baseModelPath(training.base_model_id);
+      const needsFile = options.trainer.needsBaseModelFile !== false;
+      const baseModelPath = needsFile ? options.baseModelPath(training.base_model_id) : (options.baseModelPath(training.base_model_id) ?? '');
       if (baseModelPath === null) {
         await fail(id, `the GGUF file of base model ${training.base_model_id} is not on this machine; training needs it`);
         return;
@@ -255,6 +258,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         {
           jobId: id,
           baseModelPath,
+          baseModelId: training.base_model_id,
           datasetPath,
           adapterPath,
           workDir,
@@ -267,7 +271,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       );
       const entry = running.get(id);
       if (entry) entry.job = job;
-      if (stopping || lost) await job.cancel();
+      if (stopping || lost) await (job.detach ?? job.cancel).call(job);
       const outcome = await job.done;
       if (stopping || lost) {
         logger.info({ trainingId: id }, 'training handed back for a rerun');
@@ -277,7 +281,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         await fail(id, `the trainer failed: ${outcome.message}`);
         return;
       }
-      await complete((await getTraining(ctx.pool, id)) ?? training, outcome.adapterPath, outcome.metrics.finalLoss);
+      await complete((await getTraining(ctx.pool, id)) ?? training, outcome.adapterPath, outcome.metrics.finalLoss, outcome.servedModel);
     } finally {
       lock.off('error', onLost);
       await unlock(lock, id, lost);
@@ -320,7 +324,8 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     async stop() {
       stopping = true;
       await ticking;
-      await Promise.all([...running.values()].map((entry) => entry.job?.cancel()));
+      // A remote job is left running (detached) for the next start to reattach; a local one is stopped.
+      await Promise.all([...running.values()].map((entry) => (entry.job ? (entry.job.detach ?? entry.job.cancel).call(entry.job) : undefined)));
       await Promise.all([...running.values()].map((entry) => entry.settled));
     },
   };

@@ -57,8 +57,9 @@ export interface PendingQuestion {
 /** Unanswered questions of running engine runs, oldest run first, skipping `exclude` (`runId:position`). */
 export async function pendingQuestions(db: Db, limit: number, exclude: ReadonlySet<string>): Promise<PendingQuestion[]> {
   const result = await db.query<{ run_id: string; position: number; model_id: string; item: RunItem; prompt: string }>(
-    `SELECT a.run_id, a.position, r.model_id, a.item, a.prompt
+    `SELECT a.run_id, a.position, COALESCE(m.served_model, r.model_id) AS model_id, a.item, a.prompt
        FROM sandbox.runs r JOIN sandbox.run_answers a ON a.run_id = r.id AND a.answered_at IS NULL
+       LEFT JOIN sandbox.models m ON m.id = r.model_id
       WHERE r.engine IS NOT NULL AND r.status = 'running'
         AND NOT (a.run_id || ':' || a.position = ANY($2::text[]))
       ORDER BY r.seq, a.position LIMIT $1`,

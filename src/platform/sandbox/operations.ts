@@ -402,7 +402,7 @@ async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Prom
     throw unavailable(`${install}. ${available.reason}`);
   }
   const baseId = model.kind === 'base' ? model.id : model.base_model_id!;
-  if (engine.baseModelPath(baseId) === null) {
+  if (engine.trainer.needsBaseModelFile !== false && engine.baseModelPath(baseId) === null) {
     throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
   }
   return engine;
@@ -447,7 +447,23 @@ async function trainingInputs(
   if (dataset.examples === null) {
     throw unprocessable(`dataset ${dataset.id} comes from a simulated run; model ${model.id} is trained for real`);
   }
-  return { dataset, model, quote: quoteEngineTraining(engine, dataset, model, input.epochs), engine };
+  const quote = quoteEngineTraining(engine, dataset, model, input.epochs);
+  if (engine.trainer.estimate) {
+    // A hosted engine's own price (Together's estimate-price) is the one shown, guarded and charged.
+    const own = await engine.trainer
+      .estimate({
+        examples: dataset.examples,
+        baseModelId: model.kind === 'base' ? model.id : model.base_model_id!,
+        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...engine.hyperparameters, epochs: input.epochs },
+      })
+      .catch((error: unknown) => {
+        throw new SandboxApiError(422, 'engine_unavailable', error instanceof Error ? error.message : String(error));
+      });
+    quote.price_credits = own.priceCredits;
+    if (own.trainedTokens !== undefined) quote.trained_tokens = own.trainedTokens;
+    quote.credits_per_1k_tokens = quote.trained_tokens > 0 ? roundCredits((own.priceCredits / quote.trained_tokens) * 1000) : 0;
+  }
+  return { dataset, model, quote, engine };
 }
 
 export async function estimateTraining(

@@ -175,6 +175,8 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   },
   // Benchmarks uploaded through the API (src/platform/benchmarks/library.ts).
   { version: 4, sql: BENCHMARK_UPLOADS_DDL },
+  // A fine-tuned model served by a hosted engine under its own name (Together's output model); runs ask for it.
+  { version: 5, sql: 'ALTER TABLE sandbox.models ADD COLUMN IF NOT EXISTS served_model text' },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */

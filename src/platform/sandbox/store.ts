@@ -147,12 +147,14 @@ export async function insertFineTunedModel(
     createdAt: Date;
     adapterPath?: string | null;
     engine?: string | null;
+    /** The name the inference endpoint serves it under when not its id (a hosted fine-tune's output model). */
+    servedModel?: string | null;
   },
 ): Promise<void> {
   await db.query(
     `INSERT INTO sandbox.models (id, name, kind, params, size_label, base_model_id, training_job_id, dataset_id, created_at,
-                                 adapter_path, engine)
-     VALUES ($1, $2, 'fine_tuned', $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+                                 adapter_path, engine, served_model)
+     VALUES ($1, $2, 'fine_tuned', $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
     [
       model.id,
       model.name,
@@ -164,6 +166,7 @@ export async function insertFineTunedModel(
       model.createdAt,
       model.adapterPath ?? null,
       model.engine ?? null,
+      model.servedModel ?? null,
     ],
   );
 }
