@@ -7,6 +7,7 @@ import {
   formatSignedPoints,
   type Comparison,
   type PairedFigures,
+  type Proportion,
 } from '../../analysis/index.js';
 import type { NextAction } from '../../agent/spend-guard.js';
 import { ACTION_IDS, indexedActionId } from '../action-ids.js';
@@ -33,35 +34,60 @@ export interface ComparisonView {
   nextSteps: Array<{ label: string; action: NextAction }>;
 }
 
-const VERDICT_TITLES: Record<Comparison['verdict']['outcome'], string> = {
-  improved: ':white_check_mark: Verdict: improved',
-  regressed: ':x: Verdict: regressed',
-  no_detectable_change: ':heavy_minus_sign: Verdict: no detectable change',
+const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
+  improved: ':white_check_mark:',
+  regressed: ':x:',
+  no_detectable_change: ':heavy_minus_sign:',
+  memorized: ':brain:',
 };
 
 type Cell = { type: 'raw_text'; text: string };
 const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, 200) });
+
+/** "59.0% (49.2–68.1)": a rate with its Wilson 95% interval, in percent. */
+function rateWithInterval(p: Proportion): string {
+  if (p.rate === null) return 'n/a';
+  const bound = (x: number) => (x * 100).toFixed(1);
+  return `${formatPercent(p.rate)} (${bound(p.interval.lower)}–${bound(p.interval.upper)})`;
+}
 
 function figureRow(label: string, f: PairedFigures): Cell[] {
   if (f.questions === 0) return [cell(label), cell('n/a'), cell('n/a'), cell('no questions')];
   const change = f.change.estimate === null ? 'n/a' : `${formatSignedPoints(f.change.estimate)} pts (${formatPointsRange(f.change.interval)})`;
   return [
     cell(`${label} (${formatCount(f.questions)})`),
-    cell(formatPercent(f.accuracyBefore.rate)),
-    cell(formatPercent(f.accuracyAfter.rate)),
+    cell(rateWithInterval(f.accuracyBefore)),
+    cell(rateWithInterval(f.accuracyAfter)),
     cell(change),
   ];
 }
 
-/** The comparison table rows: accuracy with intervals, the 2x2 table, the training split, categories. */
+/** Graded runs: the mean score, the figure the verdict is decided on, with its paired bootstrap interval. */
+function meanScoreRow(label: string, f: PairedFigures): Cell[] | null {
+  const g = f.graded;
+  if (!g || f.questions === 0) return null;
+  const change = g.meanChange === null ? 'n/a' : `${formatSignedPoints(g.meanChange)} pts${g.interval ? ` (${formatPointsRange(g.interval)})` : ''}`;
+  return [cell(`${label} (${formatCount(f.questions)})`), cell(formatPercent(g.meanBefore)), cell(formatPercent(g.meanAfter)), cell(change)];
+}
+
+/**
+ * The comparison table rows: accuracy with Wilson intervals, the 2x2 table, the training split,
+ * categories; within Slack's row limit (categories are cut with "+N more").
+ */
 export function comparisonRows(comparison: Comparison): Cell[][] {
   const o = comparison.overall;
-  const rows: Cell[][] = [[cell('Questions'), cell('Before'), cell('After'), cell('Change (95% CI)')]];
-  rows.push(figureRow('All questions', o));
-  if (comparison.training) {
-    rows.push(figureRow('Trained on (memorization check)', comparison.training.trainedOn));
-    rows.push(figureRow('Not trained on', comparison.training.notTrainedOn));
-    const g = comparison.training.generalization;
+  const graded = comparison.scoring === 'graded';
+  const rows: Cell[][] = [[cell('Questions'), cell('Before (95% CI)'), cell('After (95% CI)'), cell('Change (95% CI)')]];
+  const mean = graded ? meanScoreRow('Mean score, all questions', o) : null;
+  if (mean) rows.push(mean);
+  rows.push(figureRow(graded ? 'Full marks, all questions' : 'All questions', o));
+  const t = comparison.training;
+  if (t) {
+    rows.push(figureRow('Trained on (memorization check)', t.trainedOn));
+    // All right before: these can only stay right or break, so the row checks forgetting only.
+    const forgettingLabel = `Not trained on, all ${graded ? 'at full marks' : 'right'} before (forgetting check)`;
+    rows.push(figureRow(t.notTrainedOnNote ? forgettingLabel : 'Not trained on', t.notTrainedOn));
+    const g = t.generalization;
     if (g) {
       // The verdict's figure: the untrained questions weighted back to all of them by how they did before.
       rows.push([
@@ -71,7 +97,7 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
         cell(`${formatSignedPoints(g.estimate)} pts (${formatPointsRange(g.interval)})`),
       ]);
     }
-    if (comparison.training.heldOut && comparison.training.heldOut.questions > 0) rows.push(figureRow('Held out', comparison.training.heldOut));
+    if (t.heldOut && t.heldOut.questions > 0) rows.push(figureRow('Held out', t.heldOut));
   }
   rows.push([cell('Fixed (wrong → right)'), cell(''), cell(formatCount(o.table.fixed)), cell('')]);
   rows.push([cell('Broken (right → wrong)'), cell(''), cell(formatCount(o.table.broken)), cell('')]);
@@ -120,13 +146,14 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
     { type: 'header', text: { type: 'plain_text', text: truncate(`Before vs after: ${view.before.modelId} → ${view.after.modelId}`, SLACK_LIMITS.headerText) } },
     {
       type: 'section',
-      text: { type: 'mrkdwn', text: truncate(`*${VERDICT_TITLES[v.outcome]}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
+      text: { type: 'mrkdwn', text: truncate(`*${VERDICT_ICONS[v.outcome]} ${v.headline}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
     },
     { type: 'table', column_settings: [{ is_wrapped: true }, { align: 'right' }, { align: 'right' }, { align: 'right' }], rows: comparisonRows(comparison) },
   ];
   const notes: string[] = [];
   if (comparison.training) {
     notes.push(comparison.training.memorizationNote);
+    if (comparison.training.notTrainedOnNote) notes.push(comparison.training.notTrainedOnNote);
     if (comparison.training.generalizationNote) notes.push(`:warning: ${comparison.training.generalizationNote}`);
   }
   if (comparison.noiseFloor) notes.push(comparison.noiseFloor.note);
