@@ -59,6 +59,10 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
   return { costs, agentUsd: Number(turns[0]?.total ?? 0), agentTurnsUsd: turns.map((t) => Number(t.cost_usd)) };
 }
 
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 function requireCompleted(run: Run): void {
   if (run.status !== 'completed') throw new ToolError(`Run ${run.id} is ${run.status}; only completed runs can be compared.`);
 }
@@ -145,13 +149,14 @@ export const benchmarkAnalyze = defineTool({
     });
     const o = comparison.overall;
     const facts = [
-      `Verdict (computed in code): ${comparison.verdict.outcome}. Reason: ${comparison.verdict.reason}`,
+      `Verdict: ${comparison.verdict.headline}. Reason: ${comparison.verdict.reason}`,
       `All ${o.questions} questions: ${formatPercent(o.accuracyBefore.rate)} -> ${formatPercent(o.accuracyAfter.rate)} (${formatPoints(o.change.estimate)}, 95% CI ${formatPointsRange(o.change.interval)}), fixed ${o.table.fixed}, broken ${o.table.broken}, both right ${o.table.bothRight}, both wrong ${o.table.bothWrong}, McNemar ${formatPClause(o.mcnemarP)}.`,
     ];
     if (comparison.training) {
       const t = comparison.training;
-      facts.push(`Trained-on questions (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
-      facts.push(`Not-trained-on questions (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)} (mostly questions that were right before, which can only break: not a fair measure alone).`);
+      facts.push(`Questions trained on (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
+      const otherNote = t.notTrainedOnNote ?? 'mostly questions that were right before, which can only break: not a fair measure alone';
+      facts.push(`Questions not trained on (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)}. ${capitalize(otherNote.replace(/\.$/, ''))}.`);
       if (t.generalization) {
         facts.push(`Generalization estimate (untrained questions weighted to all by how they did before; the verdict's basis): ${formatPoints(t.generalization.estimate)}, 95% CI ${formatPointsRange(t.generalization.interval)}.`);
       }
@@ -159,7 +164,7 @@ export const benchmarkAnalyze = defineTool({
     }
     if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);
     facts.push(`Cost: ${costs.map((c) => `${c.label} ${c.credits} credits${c.charged ? '' : ' (estimated)'}`).join(', ')}; agent $${agentUsd.toFixed(4)} so far.`);
-    facts.push('The table, the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
+    facts.push('The verdict and every figure above were computed in code; quote them as they are. The table (headed by that verdict), the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
     return { content: facts.join('\n'), attachments: blocks };
   },
 });

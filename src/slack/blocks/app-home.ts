@@ -125,8 +125,13 @@ function resourceLine(resource: ActivityResource): string {
   const kind = KIND_LABELS[resource.kind] ?? escapeMrkdwn(truncate(resource.kind, 40));
   const id = truncate(resource.platformId || 'unknown', LABEL_MAX);
   const parts = [`${kind} ${link(resource.webUrl, id)}`, escapeMrkdwn(truncate(resource.status, 40))];
-  if (resource.priceCharged !== null) parts.push(`${formatCredits(resource.priceCharged)} credits charged`);
-  else if (resource.priceEstimate !== null && resource.status !== 'failed') parts.push(`~${formatCredits(resource.priceEstimate)} credits est.`);
+  // Free items (a dataset, a comparison) say so rather than "~0.00 credits est.".
+  if (resource.priceCharged !== null) {
+    if (isPositive(resource.priceCharged)) parts.push(`${formatCredits(resource.priceCharged)} credits charged`);
+    else parts.push(resource.status === 'failed' ? 'not charged' : 'free');
+  } else if (resource.priceEstimate !== null && resource.status !== 'failed') {
+    parts.push(isPositive(resource.priceEstimate) ? `~${formatCredits(resource.priceEstimate)} credits est.` : 'free');
+  }
   return `• ${parts.join(' · ')}`;
 }
 
