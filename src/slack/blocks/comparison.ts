@@ -154,7 +154,8 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
   if (comparison.training) {
     notes.push(comparison.training.memorizationNote);
     if (comparison.training.notTrainedOnNote) notes.push(comparison.training.notTrainedOnNote);
-    if (comparison.training.generalizationNote) notes.push(`:warning: ${comparison.training.generalizationNote}`);
+    // A memorized verdict's headline and reason already say it; the warning would repeat them.
+    if (comparison.training.generalizationNote && v.outcome !== 'memorized') notes.push(`:warning: ${comparison.training.generalizationNote}`);
   }
   if (comparison.noiseFloor) notes.push(comparison.noiseFloor.note);
   const basis = comparison.training?.generalizationMeasured ? comparison.training.notTrainedOn : comparison.overall;
