@@ -34,6 +34,14 @@ const INTERNAL_WORDS = [
   'exact_match', 'per_model_size', 'plan step', 'benchmark-analyze', 'dataset-build', 'training-launch', 'benchmark-launch',
 ];
 
+function expectNoInternalWords(posts: ReadonlyArray<{ ts: string; text: string; blocks?: unknown[] }>): void {
+  expect(posts.length).toBeGreaterThan(0);
+  for (const post of posts) {
+    const texts = [post.text, ...visibleTexts(post.blocks ?? [])];
+    expect(texts.flatMap(internalWordsIn), `post ${post.ts}: ${post.text.slice(0, 80)}`).toEqual([]);
+  }
+}
+
 /** Internal identifiers in a text: the known words, and any snake_case word (emoji codes, links and ids with digits aside). */
 function internalWordsIn(text: string): string[] {
   const plain = text.replace(/<[^>]*>/g, ' ').replace(/https?:\/\/\S+/g, ' ').replace(/:[a-z0-9_+-]+:/g, ' ');
@@ -179,10 +187,7 @@ describe('the autonomous loop', () => {
     expect(homeText).not.toMatch(/~0\.00 credits est\./);
 
     // No internal identifier reaches any post of the loop or the Home tab.
-    for (const post of h.posts(loop.threadTs)) {
-      const texts = [post.text, ...visibleTexts(post.blocks ?? [])];
-      expect(texts.flatMap(internalWordsIn), `post ${post.ts}: ${post.text.slice(0, 80)}`).toEqual([]);
-    }
+    expectNoInternalWords(h.posts(loop.threadTs));
     expect(visibleTexts(homeView).flatMap(internalWordsIn)).toEqual([]);
     for (const r of charged) expect(home).toContain(`${formatCredits(r.price_charged)} credits charged`);
     for (const r of runs) expect(home).toContain(r.platform_id);
@@ -279,6 +284,7 @@ describe('the autonomous loop', () => {
     expect(second).toContain(ACTION_IDS.approve);
     expect(second).toMatch(/Approve [\d.]+ credits/);
     expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 1, trainings: 0 });
+    expectNoInternalWords(posts);
   }, 120_000);
 
   it('refuses a spend button pressed by someone who may not spend', async () => {
@@ -359,6 +365,10 @@ describe('the autonomous loop', () => {
     });
     await waitUntil(async () => ((await sandboxCounts(h0.db.db)).trainings === 1 ? true : undefined), 30_000, 'the training the button asked for');
     expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 1, datasets: 1 });
+    // The button's launch report: when it should finish, and no internal word anywhere in the thread.
+    const [, , launched] = await h0.waitForPosts(mention.ts, 3, 30_000);
+    expect(launched!.text).toMatch(/Launched LoRA training[^]*Estimated finish: [^;]+ \d\d:\d\d UTC; the platform will signal/);
+    expectNoInternalWords(h0.posts(mention.ts));
   }, 120_000);
 
   it('asks which model when the name matches none, offering the closest as buttons', async () => {
