@@ -376,6 +376,17 @@ describe('trained-on and held-out questions', () => {
     expect(noisy.verdict.reason).toMatch(/20 of the 60 other questions broke, no more than a rerun of the baseline breaks by chance/);
   });
 
+  it('does not claim every failure was trained on when only the right answers all were', () => {
+    // Trained on every question right before and 30 of the 40 failures; 10 failures left out.
+    const c = compareRuns({ ...runs, trainedOn: [...trainedOn, ...passedPart.before.map((q) => q.questionId)] });
+    expect(c.training!.generalizationMeasured).toBe(true);
+    expect(c.training!.generalization).toBeNull();
+    expect(c.verdict.outcome).toBe('no_detectable_change');
+    expect(c.verdict.headline).toBe('No detectable change: generalization could not be estimated');
+    expect(c.verdict.reason).toMatch(/^Some failed questions were left out of training, but every question right before was trained on/);
+    expect(c.verdict.reason).not.toMatch(/Every question that failed before was trained on/);
+  });
+
   it('handles training on every compared question', () => {
     const all = runsWith({ fixed: 20, bothRight: 5 });
     const c = compareRuns({ ...all, trainedOn: idsWhere(all, () => true) });
