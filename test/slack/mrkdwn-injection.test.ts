@@ -97,9 +97,9 @@ describe('every renderer, fed hostile strings', () => {
       threadPermalink: null,
       resources: [{ kind: '<!here>', platformId: '<@U123>', webUrl: 'https://evil.example>|<!channel', status: '<!channel>', priceEstimate: null, priceCharged: null }],
       agentCostUsd: '0.01',
-      creditsEstimated: null,
+      creditsEstimated: '0',
       creditsCharged: null,
-      creditsInFlight: null,
+      creditsInFlight: '0',
     };
     const totals = { loopsInProgress: 0, creditsSpent: '0', creditsInFlight: '0', agentCostUsd: '0', turns: 1 };
     for (const scope of ['mine', 'team'] as const) {
