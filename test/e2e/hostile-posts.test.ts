@@ -43,9 +43,16 @@ describe('hostile strings through every path into every post and the Home view',
       expect(thread).toContain('Category: &lt;!here&gt;');
       expect(thread).toContain('Category: &lt;@U123&gt;');
 
+      // A reply in the thread takes the same way: the agent repeats it, the post shows it literally.
+      const reply = await h.reply({ user: OWNER, threadTs: m.ts, text: `thanks ${HOSTILE_TEXT}` });
+      expect(reply.status).toBe(200);
+      const [answer] = (await h.waitForPosts(m.ts, 5, 30_000)).slice(4);
+      expect(liveTokensIn(answer, { ownerUserId: OWNER, allowedOrigins })).toEqual([]);
+      expect(answer!.text).toContain('You said: thanks &lt;!channel&gt;');
+
       const home = await waitUntil(() => {
         const view = h.slack.homeViews.get(OWNER);
-        return view && JSON.stringify(view).split('You said').length > posts.length ? view : undefined;
+        return view && JSON.stringify(view).split('You said').length > posts.length + 1 ? view : undefined;
       }, 20_000, 'the Home view with the turns');
       expect(liveTokensIn(home, { ownerUserId: OWNER, allowedOrigins })).toEqual([]);
       expect(JSON.stringify(home)).toContain('&lt;!channel&gt;');

@@ -113,6 +113,10 @@ describe('/slack/events against hostile requests (the bot as its own process)', 
     for (const [body, type] of cases) statuses.push((await postToBolt(url, secret, body, type)).status);
     report.push(`signed malformed bodies (${cases.map(([b]) => b).join(', ')}): ${statuses.join(' ')}`);
     expect(statuses).toEqual(cases.map(() => 400));
+    // Bolt throws for a method or path it does not serve; that must not reach the process either.
+    const unserved = [(await fetch(url)).status, (await fetch(`${h.url()}/slack/other`, { method: 'POST', body: '{}' })).status];
+    report.push(`GET /slack/events, POST /slack/other: ${unserved.join(' ')}`);
+    expect(unserved).toEqual([404, 404]);
     expect(h.crashes).toEqual([]);
     expect((await fetch(`${h.url()}/healthz`)).status).toBe(200);
     const m = await h.mention({ user: OWNER, text: '<@UBOT> still there?' });
