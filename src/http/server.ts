@@ -38,12 +38,13 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
 /**
  * Reads a body of at most `limit` bytes without holding more: a declared `content-length` above it is
  * refused before a byte is read, a longer chunked body as soon as it passes the limit. Returns
- * undefined when too large; the caller answers 413 with {@link refuseTooLarge}.
+ * undefined when too large (the caller answers 413 with {@link refuseTooLarge}), null when the client
+ * went away before the body ended (nothing to answer).
  */
-export async function readBoundedBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+export async function readBoundedBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined | null> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return undefined;
-  return new Promise<Buffer | undefined>((resolve, reject) => {
+  return new Promise<Buffer | undefined | null>((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -61,18 +62,23 @@ export async function readBoundedBody(req: IncomingMessage, limit: number): Prom
       cleanup();
       resolve(Buffer.concat(chunks));
     };
-    const onError = (error: Error) => {
+    // The request stream fails or closes early only when the client goes away (an aborted upload).
+    const onClose = () => {
       cleanup();
-      reject(error);
+      chunks.length = 0;
+      resolve(null);
     };
+    const onError = onClose;
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 
@@ -93,6 +99,7 @@ export function refuseTooLarge(req: IncomingMessage, res: ServerResponse, limit:
   const close = () => req.socket.destroy();
   const timer = setTimeout(close, LINGER_MS);
   req.socket.once('close', () => clearTimeout(timer));
+  req.on('error', () => undefined);
   req.on('data', (chunk: Buffer) => {
     drained += chunk.length;
     if (drained > LINGER_BYTES) close();
@@ -116,6 +123,7 @@ async function handleSlack(slack: RequestListener, req: IncomingMessage, res: Se
   if (req.method === 'POST') {
     const limit = INBOUND_LIMITS.requestBodyBytes;
     const body = await readBoundedBody(req, limit);
+    if (body === null) return;
     if (body === undefined) return refuseTooLarge(req, res, limit);
     (req as IncomingMessage & { rawBody?: Buffer }).rawBody = body;
   }

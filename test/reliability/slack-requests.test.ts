@@ -92,7 +92,14 @@ describe('/slack/events against hostile requests (the bot as its own process)', 
     expect(declared.status).toBe(413);
     expect(chunked.status).toBe(413);
     expect(after - before).toBeLessThan(64);
+    // An upload abandoned halfway leaves nothing behind either.
+    await new Promise<void>((resolve) => {
+      const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '500000' } });
+      req.on('error', () => resolve());
+      req.write(Buffer.alloc(100_000, 'a'), () => setTimeout(() => (req.destroy(), resolve()), 100));
+    });
     expect((await fetch(`${h.url()}/healthz`)).status).toBe(200);
+    expect(h.crashes).toEqual([]);
   }, 120_000);
 
   it('signed null and other non-object payloads are a 400, never a crash; the bot keeps answering', async () => {
