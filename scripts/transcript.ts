@@ -26,19 +26,22 @@ function renderTable(rows: Array<Array<{ text: string }>>): string {
   return cells.map((r) => '  ' + r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')).join('\n');
 }
 
+/** mrkdwn as Slack displays it: the escaped control characters shown as themselves. */
+const shown = (mrkdwn: string) => mrkdwn.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
 /** A plain-text rendering of a Block Kit message. */
 export function renderMessage(message: FakeMessage): string {
   const blocks = (message.blocks ?? []) as Block[];
-  if (blocks.length === 0) return message.text;
+  if (blocks.length === 0) return shown(message.text);
   return blocks
     .map((b) => {
       switch (b.type) {
         case 'header':
           return `# ${b.text!.text}`;
         case 'section':
-          return b.text!.text;
+          return shown(b.text!.text);
         case 'context':
-          return (b.elements ?? []).map((e) => `  > ${typeof e.text === 'string' ? e.text : (e.text?.text ?? '')}`).join('\n');
+          return (b.elements ?? []).map((e) => `  > ${shown(typeof e.text === 'string' ? e.text : (e.text?.text ?? ''))}`).join('\n');
         case 'table':
           return renderTable(b.rows ?? []);
         case 'actions':

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
-import { createModelClient, type ModelClient } from './agent/model.js';
+import { createModelClient, withScrubbedRequests, type ModelClient } from './agent/model.js';
 import { SYSTEM_PROMPT } from './agent/system-prompt.js';
 import { createTools } from './agent/tools/index.js';
 import { toolDefinitions } from './agent/tools/tool.js';
@@ -13,7 +13,7 @@ import { startHttpServer, WEBHOOK_PATH } from './http/server.js';
 import { createWebhookRoute } from './http/webhook-route.js';
 import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
-import { createLogger } from './logger.js';
+import { createLogger, createScrubber } from './logger.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
@@ -50,19 +50,16 @@ export interface BotOptions {
 }
 
 export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
-  const logger =
-    options.logger ??
-    createLogger({
-      level: config.logLevel,
-      secrets: [
-        config.slack.botToken,
-        config.slack.appToken,
-        config.slack.signingSecret,
-        config.agent.apiKey,
-        config.platform.apiToken,
-        config.platform.webhookSecret,
-      ],
-    });
+  // One scrubber for logs, posts, Home views and model requests; the sandbox's secrets join it once it starts.
+  const scrubber = createScrubber([
+    config.slack.botToken,
+    config.slack.appToken,
+    config.slack.signingSecret,
+    config.agent.apiKey,
+    config.platform.apiToken,
+    config.platform.webhookSecret,
+  ]);
+  const logger = options.logger ?? createLogger({ level: config.logLevel, scrubber });
   const cleanups: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) {
@@ -88,12 +85,13 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     await migrateJobEngine(db.pool, logger);
 
     const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
-    const poster = new SlackPoster(db.db, slackClients, logger);
+    const poster = new SlackPoster(db.db, slackClients, logger, scrubber);
     const platformHolder: { platform?: Platform; secret?: string } = {};
     const home = createHomePublisher({
       db: db.db,
       clients: slackClients,
       logger,
+      scrubber,
       getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
     });
 
@@ -160,6 +158,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
         ...(options.sandbox?.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
       });
       cleanups.push(() => sandbox!.stop());
+      scrubber.add(sandbox.token, sandbox.webhookSecret);
       platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
       platformHolder.secret = sandbox.webhookSecret;
       logger.info({ url: sandbox.url }, 'sandbox platform started in-process');
@@ -171,7 +170,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       db: db.db,
       config,
       logger,
-      model: options.model ?? createModelClient(config.agent),
+      model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
       platform,
       sandbox: sandbox !== undefined,
       poster,

@@ -14,6 +14,9 @@ async function main(): Promise<void> {
     throw error;
   }
   const bot = await startBot(config);
+  // A request or job whose error escaped every handler (a library's fire-and-forget promise) is
+  // logged; the process keeps serving everything else.
+  process.on('unhandledRejection', (reason) => bot.logger.error({ err: reason }, 'unhandled rejection; the process stays up'));
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

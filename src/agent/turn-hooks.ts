@@ -1,5 +1,6 @@
 // Turn hooks: who may press a button, what the model reads for each trigger, what follows a turn.
 import type { Run, TrainingJob } from '../platform/platform.js';
+import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
 import { findResourceByPlatformId, rearmResourceEvent, updateResourceStatus } from '../store/resources.js';
 import { describePlan, findStep, nextStep, parsePlan, updateStep, type Plan, type PlanStepKind } from './plan.js';
 import { buttonGrant, mayApprove } from './spend-guard.js';
@@ -52,7 +53,7 @@ function renderButton(ctx: ToolContext): string {
     case 'next':
       return renderWithPlan(ctx, `[${who} pressed the next-step button] They ask for exactly this step: ${JSON.stringify(grant.action)}. Do it (for train_on_failures: dataset-build on that run with that held-out fraction, then training-launch of that model), then report.`);
     case 'pick':
-      return renderWithPlan(ctx, `[${who} picked an option] ${grant.text}`);
+      return renderWithPlan(ctx, `[${who} picked an option] ${boundInbound(grant.text, INBOUND_LIMITS.buttonValue)}`);
     case 'retry':
       return renderWithPlan(ctx, `[${who} pressed Retry] Continue where the conversation stopped.`);
   }

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
 import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
+import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
 import type { SlackPoster } from '../slack/poster.js';
 import { recordActivity } from '../store/activity.js';
 import { getChatOfTrigger } from '../store/chats.js';
@@ -141,7 +142,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
         chatId: chat.id,
         turnId: turn.id,
         role: 'user',
-        content: [{ type: 'text', text }],
+        content: [{ type: 'text', text: boundInbound(text, INBOUND_LIMITS.turnInput) }],
       }),
     );
   }
@@ -327,9 +328,9 @@ export function renderTriggerText(trigger: Trigger): string {
   switch (trigger.kind) {
     case 'mention':
     case 'reply':
-      return `[Slack message from <@${trigger.user_id}>]\n${String(payload.text ?? '')}`;
+      return `[Slack message from <@${trigger.user_id}>]\n${boundInbound(String(payload.text ?? ''), INBOUND_LIMITS.messageText)}`;
     case 'button':
-      return `[<@${trigger.user_id}> pressed the button "${String(payload.label ?? payload.actionId ?? '')}"]`;
+      return `[<@${trigger.user_id}> pressed the button "${boundInbound(String(payload.label ?? payload.actionId ?? ''), INBOUND_LIMITS.buttonLabel)}"]`;
     case 'retry':
       return `[<@${trigger.user_id}> asked to retry. Continue where the conversation stopped.]`;
     default:

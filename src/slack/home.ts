@@ -1,6 +1,7 @@
 // Publishes a user's App Home view (the Activity log) and sends its CSV export to the user's DM.
 import type { ViewsPublishArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { createScrubber, type SecretScrubber } from '../logger.js';
 import { activityCsvRows, activityTotals, listActivity, type ActivityScope } from '../store/activity-queries.js';
 import type { Db } from '../store/db.js';
 import { ACTION_IDS } from './action-ids.js';
@@ -24,6 +25,8 @@ export interface HomePublisherDeps {
   now?: () => Date;
   /** How long the view waits for the balance. */
   balanceTimeoutMs?: number;
+  /** Scrubs the bot's secrets from every view and CSV export before it leaves. */
+  scrubber?: SecretScrubber;
 }
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
@@ -61,6 +64,7 @@ function normalizeBalance(reading: BalanceReading): HomeBalance | null {
 export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ component: 'app-home' });
+  const scrubber = deps.scrubber ?? createScrubber();
 
   const readBalance = async (): Promise<HomeBalance | null> => {
     if (!deps.getBalance) return null;
@@ -79,7 +83,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
       activityTotals(deps.db, { ...query, since: new Date(now().getTime() - WEEK_MS) }),
       readBalance(),
     ]);
-    const view = buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance });
+    const view = scrubber.scrubValue(buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance }));
     try {
       await deps.clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
     } catch (error) {
@@ -118,7 +122,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
         channel_id: channelId,
         filename,
         title: filename,
-        content: buildActivityCsv(rows),
+        content: scrubber.scrub(buildActivityCsv(rows)),
         initial_comment: comment,
       });
     } catch (error) {

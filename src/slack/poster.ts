@@ -1,6 +1,7 @@
 // Delivers a chat's pending posts to Slack exactly once, in order, paced per channel.
 import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Db } from '../store/db.js';
 import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
@@ -60,10 +61,12 @@ interface SlackErrorLike {
 }
 
 export class SlackPoster {
+  /** `scrubber`: every post and ephemeral is scrubbed of the bot's secrets on its way out. */
   constructor(
     private readonly db: Db,
     private readonly clients: SlackClients,
     private readonly logger: Logger,
+    private readonly scrubber: SecretScrubber = createScrubber(),
   ) {}
 
   /**
@@ -86,7 +89,7 @@ export class SlackPoster {
         return;
       }
     }
-    const payload = post.payload as unknown as PostPayload;
+    const payload = this.scrubber.scrubValue(post.payload as unknown as PostPayload);
     const args = {
       channel: post.channel_id,
       thread_ts: post.thread_ts,
@@ -169,6 +172,6 @@ export class SlackPoster {
 
   /** Ephemeral messages are not stored: they answer a click and are never retried. */
   async postEphemeral(channel: string, user: string, text: string, threadTs?: string): Promise<void> {
-    await this.clients.writer.chat.postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+    await this.clients.writer.chat.postEphemeral({ channel, user, text: this.scrubber.scrub(text), ...(threadTs ? { thread_ts: threadTs } : {}) });
   }
 }

@@ -12,6 +12,7 @@ import {
 import type { NextAction } from '../../agent/spend-guard.js';
 import { ACTION_IDS, indexedActionId } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
+import { escapeMrkdwn } from '../mrkdwn.js';
 
 export interface CostLine {
   label: string;
@@ -110,7 +111,7 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
   const room = SLACK_LIMITS.tableRows - rows.length;
   const categories = comparison.categories.length > 1 ? comparison.categories : [];
   for (const category of categories.slice(0, Math.max(0, room - (categories.length > room ? 1 : 0)))) {
-    rows.push(figureRow(`Category: ${category.category}`, category));
+    rows.push(figureRow(`Category: ${escapeMrkdwn(category.category)}`, category));
   }
   if (categories.length > room) {
     rows.push([cell(`+${categories.length - (room - 1)} more categories`), cell(''), cell(''), cell('')]);
@@ -129,9 +130,10 @@ function formatElapsed(ms: number): string {
 export function costSummary(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): string {
   const credits = costs.reduce((sum, c) => sum + c.credits, 0);
   const parts = costs.map((c) => {
-    if (!c.charged) return `${c.label} ${c.credits.toFixed(2)} cr (est.)`;
+    const label = escapeMrkdwn(c.label);
+    if (!c.charged) return `${label} ${c.credits.toFixed(2)} cr (est.)`;
     const estimate = c.estimated !== null && Math.abs(c.estimated - c.credits) >= 0.005 ? ` (est. ${c.estimated.toFixed(2)})` : '';
-    return `${c.label} ${c.credits.toFixed(2)} cr${estimate}`;
+    return `${label} ${c.credits.toFixed(2)} cr${estimate}`;
   });
   const perTurn = agentTurnsUsd.length > 1 ? ` (${agentTurnsUsd.length} turns: ${agentTurnsUsd.map((u) => `$${u.toFixed(4)}`).join(' + ')})` : '';
   parts.push(`agent $${agentUsd.toFixed(4)}${perTurn}`);
@@ -164,8 +166,8 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
     notes.push(`With ${formatCount(basis.questions)} questions, a change smaller than about ${(detectable * 100).toFixed(1)} points would not have shown (80% power).`);
   }
   const o = comparison.overall;
-  if (o.topFixed.length) notes.push(`Fixed: ${o.topFixed.join(', ')}${o.table.fixed > o.topFixed.length ? ` (+${o.table.fixed - o.topFixed.length} more)` : ''}`);
-  if (o.topBroken.length) notes.push(`Broken: ${o.topBroken.join(', ')}${o.table.broken > o.topBroken.length ? ` (+${o.table.broken - o.topBroken.length} more)` : ''}`);
+  if (o.topFixed.length) notes.push(`Fixed: ${o.topFixed.map(escapeMrkdwn).join(', ')}${o.table.fixed > o.topFixed.length ? ` (+${o.table.fixed - o.topFixed.length} more)` : ''}`);
+  if (o.topBroken.length) notes.push(`Broken: ${o.topBroken.map(escapeMrkdwn).join(', ')}${o.table.broken > o.topBroken.length ? ` (+${o.table.broken - o.topBroken.length} more)` : ''}`);
   if (comparison.coverage.onlyBefore.count + comparison.coverage.onlyAfter.count > 0) {
     notes.push(`Not compared: ${comparison.coverage.onlyBefore.count} question(s) only in the first run, ${comparison.coverage.onlyAfter.count} only in the second.`);
   }
