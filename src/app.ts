@@ -118,7 +118,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       );
     };
 
-    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome, adminUserIds: config.spending.adminUserIds });
     const webhook = createWebhookRoute({
       db: db.db,
       logger,
