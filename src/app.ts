@@ -95,6 +95,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       clients: slackClients,
       logger,
       getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
+      caps: config.spending,
     });
 
     let workerHandle: WorkerHandle | undefined;
