@@ -40,6 +40,15 @@ export async function storeOfferedChoices(db: Db, post: { id: string; teamId: st
   return rows.length;
 }
 
+interface ChoiceState {
+  value: string;
+  owner_user_id: string;
+  thread_ts: string;
+  claimed_by: string | null;
+  claimed_at: Date | null;
+  chosen_label: string | null;
+}
+
 export interface ButtonClick {
   teamId: string;
   channelId: string;
@@ -76,53 +85,53 @@ export async function claimButtonClick(db: Db, click: ButtonClick, options: { ad
     join chats c on c.id = ch.chat_id and c.team_id = p.team_id
     where p.team_id = ${click.teamId} and p.channel_id = ${click.channelId} and p.slack_ts = ${click.messageTs}
     limit 1`;
-  const claimed = await sql<{ trigger_id: string | null; chat_id: string | null }>`
-    with target as (${target}),
-    claimed as (
-      update button_choices ch set claimed_by = ${click.userId}, claimed_at = now(), chosen_grant_id = t.grant_id
-      from target t
-      where ch.id = t.choice_id and ch.claimed_at is null
-        and t.value = ${click.value}
-        and (t.owner_user_id = ${click.userId} or ${click.userId} = any(${[...options.adminUserIds]}::text[]))
-      returning ch.id, ch.team_id, ch.chat_id, ch.post_id, t.grant_id, t.label
-    ),
-    inserted as (
-      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
-      select team_id, chat_id, 'button', 'choice:' || id::text, ${click.userId},
-        jsonb_build_object('choiceId', id::text, 'grantId', grant_id::text, 'label', label, 'actionId', ${click.actionId}::text, 'messageTs', ${click.messageTs}::text)
-      from claimed
-      on conflict on constraint triggers_dedupe do nothing
-      returning id, chat_id
-    ),
-    turn_job as (
-      select graphile_worker.add_job(${RUN_TURN_TASK}, json_build_object('triggerId', inserted.id::text),
-        queue_name => 'chat:' || inserted.chat_id::text, job_key => 'trigger:' || inserted.id::text, max_attempts => ${options.maxAttempts ?? 25}::int)
-      from inserted
-    ),
-    update_job as (
-      select graphile_worker.add_job(${BUTTON_FEEDBACK_TASK}, json_build_object('kind', 'update', 'teamId', team_id, 'postId', post_id::text),
-        job_key => 'button-update:' || post_id::text, max_attempts => 10)
-      from claimed
-    )
-    select (select id::text from inserted) as trigger_id, (select chat_id::text from inserted) as chat_id,
-           (select count(*) from turn_job) as turn_jobs, (select count(*) from update_job) as update_jobs`.execute(db);
-  const won = claimed.rows[0];
-  if (won?.trigger_id && won.chat_id) return { outcome: 'claimed', triggerId: won.trigger_id, chatId: won.chat_id };
+  let row: ChoiceState | undefined;
+  for (let attempt = 1; ; attempt += 1) {
+    const claimed = await sql<{ trigger_id: string | null; chat_id: string | null }>`
+      with target as (${target}),
+      claimed as (
+        update button_choices ch set claimed_by = ${click.userId}, claimed_at = now(), chosen_grant_id = t.grant_id
+        from target t
+        where ch.id = t.choice_id and ch.claimed_at is null
+          and t.value = ${click.value}
+          and (t.owner_user_id = ${click.userId} or ${click.userId} = any(${[...options.adminUserIds]}::text[]))
+        returning ch.id, ch.team_id, ch.chat_id, ch.post_id, t.grant_id, t.label
+      ),
+      inserted as (
+        insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
+        select team_id, chat_id, 'button', 'choice:' || id::text, ${click.userId},
+          jsonb_build_object('choiceId', id::text, 'grantId', grant_id::text, 'label', label, 'actionId', ${click.actionId}::text, 'messageTs', ${click.messageTs}::text)
+        from claimed
+        on conflict on constraint triggers_dedupe do nothing
+        returning id, chat_id
+      ),
+      turn_job as (
+        select graphile_worker.add_job(${RUN_TURN_TASK}, json_build_object('triggerId', inserted.id::text),
+          queue_name => 'chat:' || inserted.chat_id::text, job_key => 'trigger:' || inserted.id::text, max_attempts => ${options.maxAttempts ?? 25}::int)
+        from inserted
+      ),
+      update_job as (
+        select graphile_worker.add_job(${BUTTON_FEEDBACK_TASK}, json_build_object('kind', 'update', 'teamId', team_id, 'postId', post_id::text),
+          job_key => 'button-update:' || post_id::text, max_attempts => 10)
+        from claimed
+      )
+      select (select id::text from inserted) as trigger_id, (select chat_id::text from inserted) as chat_id,
+             (select count(*) from turn_job) as turn_jobs, (select count(*) from update_job) as update_jobs`.execute(db);
+    const won = claimed.rows[0];
+    if (won?.trigger_id && won.chat_id) return { outcome: 'claimed', triggerId: won.trigger_id, chatId: won.chat_id };
 
-  // Lost: read what the message holds now (a new snapshot sees the winner) and answer the person.
-  const state = await sql<{
-    value: string;
-    owner_user_id: string;
-    thread_ts: string;
-    claimed_by: string | null;
-    claimed_at: Date | null;
-    chosen_label: string | null;
-  }>`
-    select t.value, t.owner_user_id, t.thread_ts, ch.claimed_by, ch.claimed_at, chosen.label as chosen_label
-    from (${target}) t
-    join button_choices ch on ch.id = t.choice_id
-    left join button_grants chosen on chosen.id = ch.chosen_grant_id`.execute(db);
-  const row = state.rows[0];
+    // Lost: read what the message holds now, waiting for a claim in flight, and answer the person.
+    const state = await sql<ChoiceState>`
+      select t.value, t.owner_user_id, t.thread_ts, ch.claimed_by, ch.claimed_at, chosen.label as chosen_label
+      from (${target}) t
+      join button_choices ch on ch.id = t.choice_id
+      left join button_grants chosen on chosen.id = ch.chosen_grant_id
+      for share of ch`.execute(db);
+    row = state.rows[0];
+    const allowed = row && (row.owner_user_id === click.userId || options.adminUserIds.includes(click.userId));
+    // Unclaimed, offered, allowed and unchanged: the claim met a decision still in flight; decide again.
+    if (!(row && !row.claimed_by && row.value === click.value && allowed) || attempt >= 3) break;
+  }
   let outcome: ClickOutcome;
   let text: string;
   if (!row) {

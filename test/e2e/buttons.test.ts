@@ -196,7 +196,8 @@ describe('the end of a loop', () => {
     expect(turns).toHaveLength(4);
     const total = await sql<{ total: string }>`select sum(cost_usd)::text as total from turns where team_id = ${TEAM}`.execute(h.db.db);
     const sum = Number(total.rows[0]!.total);
-    const cost = JSON.stringify((verdict.blocks as Array<{ block_id?: string }>).find((b) => b.block_id === 'verdict_cost'));
+    const cost = JSON.stringify((verdict.blocks as Array<{ text?: { text?: string } }>).find((b) => b.text?.text?.startsWith('*Total:*')));
+    expect(cost).toMatch(/agent \$[\d.]+ \(4 turns: /);
     expect(cost).toContain(`$${sum.toFixed(4)} agent`);
     expect(cost).toContain(`agent $${sum.toFixed(4)} (4 turns: `);
     for (const t of turns) expect(cost).toContain(`$${Number(t.cost_usd).toFixed(4)}`);

@@ -129,10 +129,11 @@ describe('button choices', () => {
   });
 
   it('decides a click sent to two replicas (two connection pools) once', async () => {
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < 40; round += 1) {
       const t = await seedThread();
-      const results = await Promise.all([claimButtonClick(db(), t.click(), admins), claimButtonClick(replica.db, t.click(), admins), claimButtonClick(replica.db, t.click(), admins)]);
+      const results = await Promise.all([claimButtonClick(db(), t.click(), admins), claimButtonClick(replica.db, t.click(), admins), claimButtonClick(replica.db, t.click(), admins), claimButtonClick(db(), t.click(), admins), claimButtonClick(db(), t.click(), { adminUserIds: [] })]);
       expect(results.filter((r) => r.outcome === 'claimed')).toHaveLength(1);
+      expect(results.filter((r) => r.outcome === 'already')).toHaveLength(4);
       expect(await buttonTriggers(t.teamId)).toHaveLength(1);
     }
   });
