@@ -115,13 +115,13 @@ describe('a button acts once', () => {
       { action_id: ACTION_IDS.approve, value: approveB.value },
     ];
     for (const button of forged) expect((await click(h, postA!, a.ts, button)).status).toBe(200);
-    // A's real value on A's message, but claiming thread B: it can only act in A's thread, not B's.
     await waitUntil(() => (h!.slack.ephemerals.length >= forged.length ? true : undefined), 20_000, 'the refusals of forged clicks');
     for (const e of h.slack.ephemerals) expect(e.text).toMatch(/does not match the button I posted|not one this thread offers/);
     await settle();
     expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 0 });
     expect(await buttonTriggers(h)).toHaveLength(0);
 
+    // A's real value on A's message, sent as if from thread B: it acts in A's thread only.
     await clickFive(h, postA!, b.ts, approveA);
     await waitUntil(async () => ((await sandboxCounts(h!.db.db)).runs === 1 ? true : undefined), 30_000, 'the approved run');
     await waitUntil(() => (ephemeralsTo(h!, OWNER, /^Already done by/).length === 4 ? true : undefined), 45_000, 'four refusals');
