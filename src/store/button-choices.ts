@@ -69,38 +69,47 @@ export type ClickOutcome =
   | { outcome: 'tampered' }
   | { outcome: 'not_offered' };
 
+interface OfferedTarget {
+  grant_id: string;
+  choice_id: string;
+  label: string;
+  value: string;
+  owner_user_id: string;
+  thread_ts: string;
+}
+
 /**
- * Decides a click in one statement: the first allowed click on a button the message offered, with
- * the value it was posted with, claims its choice (every button of that actions block), stores the
- * button trigger with its turn job, and queues the message update. Concurrent clicks, in this
- * process or another replica, wait on the choice's row and then find it claimed. Any other click
- * changes nothing and is answered with an ephemeral message (queued as a job).
+ * Decides a click. What the message offered (its grants, the thread's owner) never changes once
+ * posted, so it is read first; the decision itself is one statement: the first allowed click on an
+ * offered button, with the value it was posted with, claims its choice (every button of that
+ * actions block) by the choice's primary key, stores the button trigger with its turn job, and
+ * queues the message update. A concurrent click, in this process or another replica, waits on the
+ * choice's row and then finds it claimed. Any other click changes nothing and is answered with an
+ * ephemeral message (queued as a job).
  */
 export async function claimButtonClick(db: Db, click: ButtonClick, options: { adminUserIds: readonly string[]; maxAttempts?: number }): Promise<ClickOutcome> {
-  const target = sql`
-    select g.id as grant_id, g.choice_id, g.label, g.value, ch.team_id, ch.chat_id, ch.post_id, c.owner_user_id, c.channel_id, c.thread_ts
+  const target = await sql<OfferedTarget>`
+    select g.id as grant_id, g.choice_id, g.label, g.value, c.owner_user_id, c.thread_ts
     from posts p
     join button_grants g on g.post_id = p.id and g.action_id = ${click.actionId}
     join button_choices ch on ch.id = g.choice_id
     join chats c on c.id = ch.chat_id and c.team_id = p.team_id
-    where p.team_id = ${click.teamId} and p.channel_id = ${click.channelId} and p.slack_ts = ${click.messageTs}
-    limit 1`;
+    where p.team_id = ${click.teamId} and p.channel_id = ${click.channelId} and p.slack_ts = ${click.messageTs}`.execute(db);
+  const offered = target.rows[0];
+  const allowed = offered !== undefined && (offered.owner_user_id === click.userId || options.adminUserIds.includes(click.userId));
   let row: ChoiceState | undefined;
-  for (let attempt = 1; ; attempt += 1) {
+  if (offered && allowed && offered.value === click.value) {
     const claimed = await sql<{ trigger_id: string | null; chat_id: string | null }>`
-      with target as (${target}),
-      claimed as (
-        update button_choices ch set claimed_by = ${click.userId}, claimed_at = now(), chosen_grant_id = t.grant_id
-        from target t
-        where ch.id = t.choice_id and ch.claimed_at is null
-          and t.value = ${click.value}
-          and (t.owner_user_id = ${click.userId} or ${click.userId} = any(${[...options.adminUserIds]}::text[]))
-        returning ch.id, ch.team_id, ch.chat_id, ch.post_id, t.grant_id, t.label
+      with claimed as (
+        update button_choices set claimed_by = ${click.userId}, claimed_at = now(), chosen_grant_id = ${offered.grant_id}::bigint
+        where id = ${offered.choice_id}::bigint and team_id = ${click.teamId} and claimed_at is null
+        returning id, team_id, chat_id, post_id
       ),
       inserted as (
         insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
         select team_id, chat_id, 'button', 'choice:' || id::text, ${click.userId},
-          jsonb_build_object('choiceId', id::text, 'grantId', grant_id::text, 'label', label, 'actionId', ${click.actionId}::text, 'messageTs', ${click.messageTs}::text)
+          jsonb_build_object('choiceId', id::text, 'grantId', ${offered.grant_id}::text, 'label', ${offered.label}::text,
+            'actionId', ${click.actionId}::text, 'messageTs', ${click.messageTs}::text)
         from claimed
         on conflict on constraint triggers_dedupe do nothing
         returning id, chat_id
@@ -119,18 +128,15 @@ export async function claimButtonClick(db: Db, click: ButtonClick, options: { ad
              (select count(*) from turn_job) as turn_jobs, (select count(*) from update_job) as update_jobs`.execute(db);
     const won = claimed.rows[0];
     if (won?.trigger_id && won.chat_id) return { outcome: 'claimed', triggerId: won.trigger_id, chatId: won.chat_id };
-
-    // Lost: read what the message holds now, waiting for a claim in flight, and answer the person.
+  }
+  if (offered) {
+    // After the claim statement (which waited for any claim in flight), a new snapshot sees the winner.
     const state = await sql<ChoiceState>`
-      select t.value, t.owner_user_id, t.thread_ts, ch.claimed_by, ch.claimed_at, chosen.label as chosen_label
-      from (${target}) t
-      join button_choices ch on ch.id = t.choice_id
-      left join button_grants chosen on chosen.id = ch.chosen_grant_id
-      for share of ch`.execute(db);
+      select ${offered.value}::text as value, ${offered.owner_user_id}::text as owner_user_id, ${offered.thread_ts}::text as thread_ts,
+             ch.claimed_by, ch.claimed_at, chosen.label as chosen_label
+      from button_choices ch left join button_grants chosen on chosen.id = ch.chosen_grant_id
+      where ch.id = ${offered.choice_id}::bigint`.execute(db);
     row = state.rows[0];
-    const allowed = row && (row.owner_user_id === click.userId || options.adminUserIds.includes(click.userId));
-    // Unclaimed, offered, allowed and unchanged: the claim met a decision still in flight; decide again.
-    if (!(row && !row.claimed_by && row.value === click.value && allowed) || attempt >= 3) break;
   }
   let outcome: ClickOutcome;
   let text: string;

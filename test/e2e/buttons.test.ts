@@ -42,6 +42,16 @@ async function clickFive(h: Harness, post: FakeMessage, threadTs: string, button
 
 const ephemeralsTo = (h: Harness, user: string, pattern: RegExp) => h.slack.ephemerals.filter((e) => e.user === user && pattern.test(e.text));
 
+/** Waits for the four clicks that lost to be answered "already done"; says what happened if not. */
+async function expectFourRefusals(h: Harness) {
+  try {
+    await waitUntil(() => (ephemeralsTo(h, OWNER, /^Already done by <@UOWNER>/).length === 4 ? true : undefined), 45_000, 'four refusals');
+  } catch (error) {
+    const decided = (await h.logs()).split('\n').filter((l) => l.includes('button click decided') || l.includes('button_feedback'));
+    throw new Error(`${(error as Error).message}; ephemerals: ${JSON.stringify(h.slack.ephemerals.map((e) => e.text))}; log: ${decided.join('\n')}`);
+  }
+}
+
 /** The message as it stands in Slack now: updated to say who chose, without the used buttons. */
 async function expectRetired(h: Harness, post: FakeMessage, threadTs: string, label: string) {
   const current = await waitUntil(
@@ -86,7 +96,7 @@ describe('a button acts once', () => {
 
     await clickFive(h, report, mention.ts, train);
     await waitUntil(async () => ((await sandboxCounts(h!.db.db)).trainings === 1 ? true : undefined), 30_000, 'the training');
-    await waitUntil(() => (ephemeralsTo(h!, OWNER, /^Already done by <@UOWNER>/).length === 4 ? true : undefined), 45_000, 'four refusals');
+    await expectFourRefusals(h);
     await expectRetired(h, report, mention.ts, train.text.text);
     await clickHoursLater(h, report, mention.ts, train);
     await settle();
@@ -124,7 +134,7 @@ describe('a button acts once', () => {
     // A's real value on A's message, sent as if from thread B: it acts in A's thread only.
     await clickFive(h, postA!, b.ts, approveA);
     await waitUntil(async () => ((await sandboxCounts(h!.db.db)).runs === 1 ? true : undefined), 30_000, 'the approved run');
-    await waitUntil(() => (ephemeralsTo(h!, OWNER, /^Already done by/).length === 4 ? true : undefined), 45_000, 'four refusals');
+    await expectFourRefusals(h);
     await expectRetired(h, postA!, a.ts, approveA.text.text);
     await clickHoursLater(h, postA!, a.ts, approveA);
     await settle();
@@ -146,7 +156,7 @@ describe('a button acts once', () => {
     expect(pick).toBeDefined();
     await clickFive(h, post!, mention.ts, pick);
     await h.waitForPosts(mention.ts, 2, 30_000);
-    await waitUntil(() => (ephemeralsTo(h!, OWNER, /^Already done by/).length === 4 ? true : undefined), 45_000, 'four refusals');
+    await expectFourRefusals(h);
     await expectRetired(h, post!, mention.ts, pick.text.text);
     await clickHoursLater(h, post!, mention.ts, pick);
     await settle();
@@ -168,7 +178,7 @@ describe('a button acts once', () => {
 
     await clickFive(h, failure!, mention.ts, retry);
     await h.waitForPosts(mention.ts, 2, 30_000);
-    await waitUntil(() => (ephemeralsTo(h!, OWNER, /^Already done by/).length === 4 ? true : undefined), 45_000, 'four refusals');
+    await expectFourRefusals(h);
     await expectRetired(h, failure!, mention.ts, 'Retry');
     await clickHoursLater(h, failure!, mention.ts, retry);
     await settle();
