@@ -3,7 +3,7 @@ import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
-import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, type PostPayload } from '../store/posts.js';
+import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, setPostPermalink, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import { retireChosen } from './blocks/button-choices.js';
 import { SLACK_LIMITS } from './limits.js';
@@ -84,7 +84,7 @@ export class SlackPoster {
     if (attempt > 1) {
       const existingTs = await this.findPosted(post);
       if (existingTs) {
-        await markPostDelivered(this.db, post.team_id, post.id, existingTs, await this.permalink(post.channel_id, existingTs));
+        await this.recordDelivered(post, existingTs);
         return;
       }
     }
@@ -103,8 +103,7 @@ export class SlackPoster {
       await this.pace(post.team_id, post.channel_id);
       try {
         const result = await this.clients.writer.chat.postMessage(args);
-        const ts = String(result.ts);
-        await markPostDelivered(this.db, post.team_id, post.id, ts, await this.permalink(post.channel_id, ts));
+        await this.recordDelivered(post, String(result.ts));
         return;
       } catch (error) {
         const e = error as SlackErrorLike;
@@ -128,6 +127,13 @@ export class SlackPoster {
         throw error;
       }
     }
+  }
+
+  /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
+  private async recordDelivered(post: Post, ts: string): Promise<void> {
+    await markPostDelivered(this.db, post.team_id, post.id, ts, null);
+    const permalink = await this.permalink(post.channel_id, ts);
+    if (permalink) await setPostPermalink(this.db, post.team_id, post.id, permalink);
   }
 
   private async pace(teamId: string, channel: string): Promise<void> {

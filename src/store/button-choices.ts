@@ -78,6 +78,36 @@ interface OfferedTarget {
   thread_ts: string;
 }
 
+/** How long a click waits for the outbox to record the ts of a message Slack has just shown. */
+const DELIVERY_WAIT_MS = 1500;
+
+/**
+ * The button a click names, in the message it names. A message can be clicked in the moment
+ * between Slack taking it and the outbox recording its ts; while a delivery is in flight in that
+ * channel the lookup is repeated for a short while (well within Slack's 3 s for the ack).
+ */
+async function findOffered(db: Db, click: ButtonClick): Promise<OfferedTarget | undefined> {
+  const deadline = Date.now() + DELIVERY_WAIT_MS;
+  for (;;) {
+    const target = await sql<OfferedTarget & { delivering: boolean }>`
+      select g.id as grant_id, g.choice_id, g.label, g.value, c.owner_user_id, c.thread_ts, false as delivering
+      from posts p
+      join button_grants g on g.post_id = p.id and g.action_id = ${click.actionId}
+      join button_choices ch on ch.id = g.choice_id
+      join chats c on c.id = ch.chat_id and c.team_id = p.team_id
+      where p.team_id = ${click.teamId} and p.channel_id = ${click.channelId} and p.slack_ts = ${click.messageTs}
+      union all
+      select null, null, null, null, null, null, exists (
+        select 1 from posts where team_id = ${click.teamId} and channel_id = ${click.channelId} and status = 'pending' and attempts > 0
+      )`.execute(db);
+    const found = target.rows.find((r) => !r.delivering && r.grant_id !== null);
+    if (found) return found;
+    const delivering = target.rows.some((r) => r.delivering);
+    if (!delivering || Date.now() > deadline) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /**
  * Decides a click. What the message offered (its grants, the thread's owner) never changes once
  * posted, so it is read first; the decision itself is one statement: the first allowed click on an
@@ -88,14 +118,7 @@ interface OfferedTarget {
  * ephemeral message (queued as a job).
  */
 export async function claimButtonClick(db: Db, click: ButtonClick, options: { adminUserIds: readonly string[]; maxAttempts?: number }): Promise<ClickOutcome> {
-  const target = await sql<OfferedTarget>`
-    select g.id as grant_id, g.choice_id, g.label, g.value, c.owner_user_id, c.thread_ts
-    from posts p
-    join button_grants g on g.post_id = p.id and g.action_id = ${click.actionId}
-    join button_choices ch on ch.id = g.choice_id
-    join chats c on c.id = ch.chat_id and c.team_id = p.team_id
-    where p.team_id = ${click.teamId} and p.channel_id = ${click.channelId} and p.slack_ts = ${click.messageTs}`.execute(db);
-  const offered = target.rows[0];
+  const offered = await findOffered(db, click);
   const allowed = offered !== undefined && (offered.owner_user_id === click.userId || options.adminUserIds.includes(click.userId));
   let row: ChoiceState | undefined;
   if (offered && allowed && offered.value === click.value) {

@@ -77,6 +77,10 @@ export async function markPostDelivered(db: Db, teamId: string, postId: string, 
     .execute();
 }
 
+export async function setPostPermalink(db: Db, teamId: string, postId: string, permalink: string): Promise<void> {
+  await db.updateTable('posts').set({ permalink }).where('team_id', '=', teamId).where('id', '=', postId).execute();
+}
+
 export async function markPostFailed(db: Db, teamId: string, postId: string, error: string): Promise<void> {
   await db
     .updateTable('posts')

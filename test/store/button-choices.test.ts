@@ -8,7 +8,7 @@ import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { ACTION_IDS, indexedActionId } from '../../src/slack/action-ids.js';
 import { claimButtonClick, grantOfTrigger, madeChoices, type ButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
-import { createPost, markPostDelivered } from '../../src/store/posts.js';
+import { createPost, markPostAttempt, markPostDelivered } from '../../src/store/posts.js';
 import { getTrigger } from '../../src/store/triggers.js';
 import { createTestDatabase } from '../helpers/database.js';
 
@@ -35,7 +35,7 @@ const trainValue = (runId: string) => JSON.stringify({ kind: 'next', action: { a
 const approveValue = (credits: number) => JSON.stringify({ kind: 'approve', intent: { tool: 'benchmark-launch', benchmarkId: '104', modelId: 'm' }, credits });
 
 /** A thread with one delivered post offering three next steps and an approve button. */
-async function seedThread(teamId = `T${hex().toUpperCase()}`) {
+async function seedThread(teamId = `T${hex().toUpperCase()}`, options: { deliver?: boolean } = {}) {
   const threadTs = `1733150000.${hex()}`;
   const chat = await db()
     .insertInto('chats')
@@ -57,7 +57,7 @@ async function seedThread(teamId = `T${hex().toUpperCase()}`) {
   ];
   const post = await createPost(db(), { teamId, chatId: chat.id, turnId: null, postKey: `p:${hex()}`, channelId: 'C1', threadTs, payload: { text: 'Result', blocks } });
   const messageTs = `1733150001.${hex()}`;
-  await markPostDelivered(db(), teamId, post.id, messageTs, null);
+  if (options.deliver !== false) await markPostDelivered(db(), teamId, post.id, messageTs, null);
   const click = (over: Partial<ButtonClick> = {}): ButtonClick => ({
     teamId,
     channelId: 'C1',
@@ -166,5 +166,20 @@ describe('button choices', () => {
     const cross = await claimButtonClick(db(), other.click({ threadTs: t.threadTs }), admins);
     expect(cross).toMatchObject({ outcome: 'claimed', chatId: other.chat.id });
     expect((await claimButtonClick(db(), t.click(), admins)).outcome).toBe('claimed');
+  });
+
+  it('waits for a delivery in flight: a click in the moment between Slack showing the message and the outbox recording its ts', async () => {
+    const t = await seedThread(undefined, { deliver: false });
+    await markPostAttempt(db(), t.teamId, t.post.id);
+    const started = Date.now();
+    const pending = claimButtonClick(db(), t.click(), admins);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await markPostDelivered(db(), t.teamId, t.post.id, t.messageTs, null);
+    expect((await pending).outcome).toBe('claimed');
+    expect(Date.now() - started).toBeLessThan(1500);
+    // With no delivery in flight, an unknown message is refused at once.
+    const unknown = Date.now();
+    expect((await claimButtonClick(db(), t.click({ messageTs: '9.9' }), admins)).outcome).toBe('not_offered');
+    expect(Date.now() - unknown).toBeLessThan(500);
   });
 });
