@@ -93,6 +93,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       logger,
       scrubber,
       getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
+      caps: config.spending,
     });
 
     let workerHandle: WorkerHandle | undefined;
@@ -116,7 +117,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       );
     };
 
-    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome, adminUserIds: config.spending.adminUserIds });
     const webhook = createWebhookRoute({
       db: db.db,
       logger,

@@ -50,6 +50,9 @@ const EnvSchema = z
     WORKER_CONCURRENCY: positiveInt(8),
     SPEND_CONFIRM_THRESHOLD: positiveNumber(200),
     CHAT_BUDGET: positiveNumber(1000),
+    SPEND_CAP_PERSON: positiveNumber(2000),
+    SPEND_CAP_WORKSPACE: positiveNumber(10000),
+    SPEND_CAP_DAYS: positiveInt(7),
     ADMIN_USER_IDS: optionalString,
     RECONCILE_CRON: optionalString.transform((v) => v ?? '* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
@@ -121,6 +124,11 @@ export interface Config {
   spending: {
     confirmThreshold: number;
     chatBudget: number;
+    /** Credits one person (over the threads they started) may spend per period without an Approve click. */
+    personCap: number;
+    /** Credits the whole workspace may spend per period without an Approve click. */
+    workspaceCap: number;
+    capPeriodDays: number;
     adminUserIds: string[];
   };
   reconcile: { cron: string; overdueSeconds: number };
@@ -178,6 +186,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     spending: {
       confirmThreshold: e.SPEND_CONFIRM_THRESHOLD,
       chatBudget: e.CHAT_BUDGET,
+      personCap: e.SPEND_CAP_PERSON,
+      workspaceCap: e.SPEND_CAP_WORKSPACE,
+      capPeriodDays: e.SPEND_CAP_DAYS,
       adminUserIds: (e.ADMIN_USER_IDS ?? '')
         .split(',')
         .map((s) => s.trim())

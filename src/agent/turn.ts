@@ -17,6 +17,7 @@ import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
+import { withFinalCost } from './tools/benchmark-analyze.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
 import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
@@ -192,7 +193,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 
   const turnRows = rows.filter((row) => row.turn_id === turn.id);
   const answer = finalText(turnRows);
-  const attachments = turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []);
+  const attachments = await withFinalCost(ctx, turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []));
   const mention = trigger.user_id ?? chat.owner_user_id;
   const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox });
   await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import { activityCsvRows, activityTotals, listActivity, type ActivityScope } from '../store/activity-queries.js';
 import type { Db } from '../store/db.js';
+import { spendingInPeriod } from '../store/spending.js';
 import { ACTION_IDS } from './action-ids.js';
 import { buildActivityCsv, buildHomeView, HOME_PAGE_SIZE, type HomeBalance } from './blocks/app-home.js';
 import type { SlackClients } from './poster.js';
@@ -27,6 +28,8 @@ export interface HomePublisherDeps {
   balanceTimeoutMs?: number;
   /** Scrubs the bot's secrets from every view and CSV export before it leaves. */
   scrubber?: SecretScrubber;
+  /** The spending caps; with them the header shows where the viewer stands. */
+  caps?: { personCap: number; workspaceCap: number; capPeriodDays: number };
 }
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
@@ -78,12 +81,20 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
 
   const publishView = async (teamId: string, userId: string, scope: ActivityScope, page: number) => {
     const query = { teamId, viewerId: userId, scope };
-    const [list, totals, balance] = await Promise.all([
+    const caps = deps.caps;
+    const [list, totals, balance, spent] = await Promise.all([
       listActivity(deps.db, { ...query, limit: HOME_PAGE_SIZE, offset: page * HOME_PAGE_SIZE }),
       activityTotals(deps.db, { ...query, since: new Date(now().getTime() - WEEK_MS) }),
       readBalance(),
+      caps ? spendingInPeriod(deps.db, teamId, userId, caps.capPeriodDays) : undefined,
     ]);
-    const view = scrubber.scrubValue(buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance }));
+    const spending =
+      caps && spent
+        ? { person: spent.person, personCap: caps.personCap, workspace: spent.workspace, workspaceCap: caps.workspaceCap, periodDays: caps.capPeriodDays }
+        : undefined;
+    const view = scrubber.scrubValue(
+      buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance, ...(spending ? { spending } : {}) }),
+    );
     try {
       await deps.clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
     } catch (error) {

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
-import { buildComparisonBlocks, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
+import { buildComparisonBlocks, COST_BLOCK_ID, costBlock, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
 import { updateStep } from '../plan.js';
 import { currentPlan, requireOwnResource, savePlan } from './shared.js';
@@ -27,6 +27,28 @@ export async function fetchOutcomes(platform: Platform, runId: string): Promise<
     }
     if (!page.nextCursor) return out;
     cursor = page.nextCursor;
+  }
+}
+
+/**
+ * The comparison's cost line as it stands when its turn ends: this turn's own model calls are
+ * stored by then, so the agent total equals the sum of the thread's turns. Computed when the turn's
+ * post is written, so the message carries it from the start; left as the tool wrote it if the
+ * platform cannot be read now.
+ */
+export async function withFinalCost(ctx: ToolContext, attachments: unknown[]): Promise<unknown[]> {
+  const index = attachments.findIndex((b) => (b as { block_id?: string }).block_id === COST_BLOCK_ID);
+  if (index < 0) return attachments;
+  try {
+    const { costs, agentUsd, agentTurnsUsd } = await chatCosts(ctx);
+    const plan = currentPlan(ctx);
+    const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
+    const out = [...attachments];
+    out[index] = costBlock(costs, agentUsd, Date.now() - started, agentTurnsUsd);
+    return out;
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'could not compute the final cost of the comparison; keeping the one written by the tool');
+    return attachments;
   }
 }
 

@@ -32,6 +32,16 @@ export interface HomeViewInput {
   page: number;
   hasMore: boolean;
   balance: HomeBalance | number | null;
+  /** Where the viewer and the workspace stand against the spending caps this period. */
+  spending?: HomeSpending;
+}
+
+export interface HomeSpending {
+  person: number;
+  personCap: number;
+  workspace: number;
+  workspaceCap: number;
+  periodDays: number;
 }
 
 export interface HomeView {
@@ -158,6 +168,15 @@ function entryBlocks(entry: ActivityEntry, scope: ActivityScope): unknown[] {
   ];
 }
 
+function spendingFields(s: HomeSpending): string[] {
+  const standing = (spent: number, cap: number) =>
+    `${formatCredits(spent.toFixed(4))} of ${formatCredits(cap.toFixed(4))} credits${spent >= cap ? ' (reached: launches need an Approve click)' : ''}`;
+  return [
+    `*Your spending cap (last ${s.periodDays} days)*\n${standing(s.person, s.personCap)}`,
+    `*Workspace cap (last ${s.periodDays} days)*\n${standing(s.workspace, s.workspaceCap)}`,
+  ];
+}
+
 function headerBlocks(input: HomeViewInput, page: number): unknown[] {
   const { totals, scope } = input;
   const inFlight = isPositive(totals.creditsInFlight) ? ` (incl. ~${formatCredits(totals.creditsInFlight)} in flight)` : '';
@@ -166,6 +185,7 @@ function headerBlocks(input: HomeViewInput, page: number): unknown[] {
     `*Credits this week*\n${formatCredits(totals.creditsSpent)}${inFlight}`,
     `*Agent cost this week*\n${formatUsd(totals.agentCostUsd)} (${totals.turns} ${totals.turns === 1 ? 'turn' : 'turns'})`,
     `*Balance*\n${formatBalance(input.balance)}`,
+    ...(input.spending ? spendingFields(input.spending) : []),
   ].map((text) => mrkdwn(truncateMrkdwn(text, SLACK_LIMITS.sectionFieldText)));
   const other: ActivityScope = scope === 'mine' ? 'team' : 'mine';
   return [

@@ -141,6 +141,13 @@ export function costSummary(costs: readonly CostLine[], agentUsd: number, elapse
   return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
 }
 
+/** The block id of the cost line, so the turn that posts the comparison can write its final figures. */
+export const COST_BLOCK_ID = 'verdict_cost';
+
+export function costBlock(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): unknown {
+  return { type: 'section', block_id: COST_BLOCK_ID, text: { type: 'mrkdwn', text: truncate(costSummary(costs, agentUsd, elapsedMs, agentTurnsUsd), SLACK_LIMITS.sectionText) } };
+}
+
 export function buildComparisonBlocks(view: ComparisonView): unknown[] {
   const { comparison } = view;
   const v = comparison.verdict;
@@ -174,7 +181,7 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
   for (const note of notes.filter(Boolean)) {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.sectionText) }] });
   }
-  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(costSummary(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd), SLACK_LIMITS.sectionText) } });
+  blocks.push(costBlock(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd));
   if (view.nextSteps.length > 0) {
     blocks.push({
       type: 'actions',
