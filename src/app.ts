@@ -1,4 +1,5 @@
 // Composition root: config -> db -> platform -> agent -> slack -> worker -> http.
+import { createServer } from 'node:net';
 import path from 'node:path';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
@@ -20,6 +21,7 @@ import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform
 import { createSlackApp } from './slack/app.js';
 import { createHomePublisher } from './slack/home.js';
 import { createSlackClients, SlackPoster } from './slack/poster.js';
+import { describeError, redactUrl, StartupError } from './startup-error.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
 
@@ -49,6 +51,22 @@ export interface BotOptions {
   sandbox?: { faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
 }
 
+function portError(port: number, error: unknown): Error {
+  const code = (error as { code?: string }).code;
+  if (code === 'EADDRINUSE') return new StartupError('PORT', `PORT ${port} is already in use: stop what listens there or set PORT to a free port`, { cause: error });
+  if (code === 'EACCES') return new StartupError('PORT', `PORT ${port} needs privileges this process lacks: set PORT above 1023`, { cause: error });
+  return error instanceof Error ? error : new Error(describeError(error));
+}
+
+/** Fails with a {@link StartupError} naming PORT when nothing can listen on it. */
+async function assertPortFree(port: number, host: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error) => reject(portError(port, error)));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
 export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
   const logger =
     options.logger ??
@@ -70,6 +88,14 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     }
   };
   try {
+    // Before the database starts: a port in use is found in a second, not after a minute of start-up.
+    if (config.port !== 0) await assertPortFree(config.port, options.host ?? '0.0.0.0');
+    if (config.platform.apiUrl && !config.publicUrl) {
+      logger.warn(
+        { platform: config.platform.apiUrl },
+        'BENCHGEN_API_URL is set without PUBLIC_URL: no webhook is registered with the platform, so results arrive only through the reconcile sweep (RECONCILE_CRON, after RECONCILE_OVERDUE_SECONDS); set PUBLIC_URL to this bot\'s public base URL to get them at once',
+      );
+    }
     let databaseUrl = config.databaseUrl;
     let embedded: EmbeddedDatabase | undefined;
     if (!databaseUrl) {
@@ -84,6 +110,12 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       onError: (error) => logger.warn({ err: error }, 'database connection lost; the pool reconnects'),
     });
     cleanups.push(() => db.close());
+    logger.info({ database: redactUrl(databaseUrl) }, embedded ? 'database: embedded PostgreSQL' : 'database: DATABASE_URL');
+    if (!embedded) {
+      await db.pool.query('select 1').catch((error: unknown) => {
+        throw new StartupError('DATABASE_URL', `cannot connect to the database at ${redactUrl(databaseUrl)} (DATABASE_URL): ${describeError(error)}`, { cause: error });
+      });
+    }
     await migrateToLatest(db.db);
     await migrateJobEngine(db.pool, logger);
 
@@ -134,6 +166,9 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       ...(options.host ? { host: options.host } : {}),
       slack: slack.requestListener,
       webhook,
+      ...(config.slack.socketMode ? { socketState: slack.socketState } : {}),
+    }).catch((error: unknown) => {
+      throw portError(config.port, error);
     });
     cleanups.push(() => http.close());
 

@@ -11,6 +11,8 @@ export interface HttpServerOptions {
   host?: string;
   slack: RequestListener | undefined;
   webhook: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** Socket Mode connection state; /healthz fails while it is not 'connected'. Absent in HTTP mode. */
+  socketState?: () => string;
 }
 
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -49,9 +51,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
-      void databaseReachable(options.db).then((ok) =>
-        sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'database unreachable' }),
-      );
+      const socket = options.socketState?.();
+      void databaseReachable(options.db).then((ok) => {
+        const socketOk = socket === undefined || socket === 'connected';
+        const status = !ok ? 'database unreachable' : !socketOk ? `slack socket ${socket}` : 'ok';
+        sendJson(res, ok && socketOk ? 200 : 503, socket === undefined ? { status } : { status, slackSocket: socket });
+      });
       return;
     }
     if (path === WEBHOOK_PATH) {
