@@ -184,8 +184,14 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
           .catch((error: unknown) => logger.warn({ err: error }, 'could not register the webhook URL with the platform'));
       }
     } else {
+      // Next to the bot's port (3001 by default), so the run links already posted in Slack still
+      // work after a restart; a free port only when that one is taken.
+      const sandboxPort = config.port === 0 || config.port === 65535 ? 0 : config.port + 1;
+      const portFree = sandboxPort === 0 || (await assertPortFree(sandboxPort, '127.0.0.1').then(() => true, () => false));
+      if (!portFree) logger.warn({ port: sandboxPort }, `port ${sandboxPort} (PORT + 1) is taken: the sandbox runs on a free port, so its links change at each restart`);
       sandbox = await startSandbox({
         databaseUrl,
+        port: portFree ? sandboxPort : 0,
         timeScale: config.platform.sandboxTimeScale,
         webhookUrl,
         logger: logger.child({ component: 'sandbox' }),

@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -35,7 +36,8 @@ export function runBot(env: Record<string, string>, options: { cwd?: string; det
   const inherited = Object.fromEntries(
     ['PATH', 'HOME', 'TMPDIR', 'LANG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]),
   );
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+  // tsx by its file URL: the bot may run in another folder (a .env there), where 'tsx' would not resolve.
+  const child = spawn(process.execPath, ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, path.join(ROOT, 'src/main.ts')], {
     cwd: options.cwd ?? ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,11 +1,15 @@
 // Start-up failures a newcomer meets, seen as they are: `src/main.ts` in a child process.
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STARTUP_RETRIES } from '../../src/slack/app.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { startFakeSlack } from '../fakes/fake-slack.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { baseEnv, logLines, runBot, startMiniSlack } from './run-bot.js';
+import { baseEnv, logLines, ROOT, runBot, startMiniSlack } from './run-bot.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -129,5 +133,79 @@ describe('/healthz in Socket Mode', () => {
     mini.dropSockets();
     await run.waitFor(/"state":"connected"[\s\S]*"state":"connected"/, 30_000);
     expect(await health()).toEqual({ status: 200, body: { status: 'ok', slackSocket: 'connected' } });
+  });
+});
+
+describe('log format', () => {
+  it('is human-readable on a terminal and JSON when piped, the database address without its password', async () => {
+    const port = await freePort();
+    const env = baseEnv({ DATABASE_URL: `postgres://bot:hunter2secret@127.0.0.1:${port}/verdict`, PORT: '0' });
+    const piped = runBot(env);
+    await piped.exited(30_000);
+    expect(logLines(piped.output()).find((line) => line.msg === 'database: DATABASE_URL')?.database).toBe(`postgres://bot:***@127.0.0.1:${port}/verdict`);
+
+    // script(1) gives the bot a pseudo-terminal as stdout, as a shell in a terminal would.
+    const command = `${process.execPath} --import tsx src/main.ts`;
+    const tty = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH!, ...env }, encoding: 'utf8', timeout: 30_000 });
+    // eslint-disable-next-line no-control-regex -- colour escapes
+    const text = tty.stdout.replace(/\u001b\[[0-9;]*m/g, '');
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: database: DATABASE_URL$/m);
+    expect(text).toContain(`database: "postgres://bot:***@127.0.0.1:${port}/verdict"`);
+    expect(text).not.toMatch(/^\{"level"/m);
+    expect(text).not.toContain('hunter2secret');
+  });
+});
+
+describe('what start-up says', () => {
+  it('keeps the sandbox next to PORT, so its links survive a restart', async () => {
+    const slack = await startFakeSlack({ teamId: 'T0FAKE' });
+    cleanups.push(() => slack.stop());
+    const port = await freePort();
+    const env = baseEnv({ DATABASE_URL: await createTestDatabase('startup'), PORT: String(port), SLACK_API_URL: slack.apiUrl });
+    const sandboxUrls: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const run = runBot(env);
+      await run.waitFor('"bot ready"', 60_000);
+      run.child.kill('SIGTERM');
+      expect((await run.exited(30_000)).code).toBe(0);
+      sandboxUrls.push(String(logLines(run.output()).find((line) => line.msg === 'sandbox platform started in-process')?.url));
+    }
+    expect(sandboxUrls).toEqual([`http://127.0.0.1:${port + 1}`, `http://127.0.0.1:${port + 1}`]);
+  });
+
+  it('says that BENCHGEN_API_URL without PUBLIC_URL means no webhooks', async () => {
+    const slack = await startFakeSlack({ teamId: 'T0FAKE' });
+    cleanups.push(() => slack.stop());
+    const run = runBot(
+      baseEnv({
+        DATABASE_URL: await createTestDatabase('startup'),
+        PORT: '0',
+        SLACK_API_URL: slack.apiUrl,
+        BENCHGEN_API_URL: `http://127.0.0.1:${await freePort()}/`,
+        BENCHGEN_API_TOKEN: 'platform-token',
+        BENCHGEN_WEBHOOK_SECRET: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0',
+      }),
+    );
+    await run.waitFor('"bot ready"', 60_000);
+    run.child.kill('SIGTERM');
+    await run.exited(30_000);
+    const warning = logLines(run.output()).find((line) => line.level === 40 && String(line.msg).startsWith('BENCHGEN_API_URL is set without PUBLIC_URL'));
+    expect(warning?.msg).toMatch(/no webhook is registered with the platform, so results arrive only through the reconcile sweep/);
+  });
+});
+
+describe('.env', () => {
+  it('is loaded from the working folder, and the environment wins over it', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-env-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const port = await freePort();
+    const env = baseEnv({});
+    await writeFile(
+      path.join(dir, '.env'),
+      [`SLACK_BOT_TOKEN=${env.SLACK_BOT_TOKEN}`, `SLACK_SIGNING_SECRET=${env.SLACK_SIGNING_SECRET}`, 'ANTHROPIC_API_KEY=from-dotenv-key', `DATABASE_URL=postgres://bot:pw@127.0.0.1:${port}/verdict`, 'PORT=70000', ''].join('\n'),
+    );
+    const run = runBot({ PORT: '0' }, { cwd: dir });
+    expect((await run.exited(30_000)).code).toBe(1);
+    expect(failureLine(run.output())).toContain(`cannot connect to the database at postgres://bot:***@127.0.0.1:${port}/verdict (DATABASE_URL)`);
   });
 });
