@@ -30,14 +30,18 @@ export function baseEnv(extra: Record<string, string>): Record<string, string> {
   };
 }
 
-export function runBot(env: Record<string, string>, options: { cwd?: string; detached?: boolean } = {}): BotRun {
+/** Runs `src/main.ts` through tsx, or `entry` (compiled JavaScript, relative to the repository) with plain node. */
+export function runBot(env: Record<string, string>, options: { cwd?: string; detached?: boolean; entry?: string } = {}): BotRun {
   const started = Date.now();
   // Only what a shell would pass: no variable from the test runner's own environment leaks in.
   const inherited = Object.fromEntries(
     ['PATH', 'HOME', 'TMPDIR', 'LANG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]),
   );
   // tsx by its file URL: the bot may run in another folder (a .env there), where 'tsx' would not resolve.
-  const child = spawn(process.execPath, ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, path.join(ROOT, 'src/main.ts')], {
+  const args = options.entry
+    ? [path.join(ROOT, options.entry)]
+    : ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, path.join(ROOT, 'src/main.ts')];
+  const child = spawn(process.execPath, args, {
     cwd: options.cwd ?? ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
