@@ -1,0 +1,22 @@
+// docs/walkthrough.md is what the bot writes: a fresh run of the loop must match it, ports and times aside.
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { generateWalkthrough, maskVolatile, WALKTHROUGH_PATH } from '../../scripts/transcript.js';
+import { createTestDatabase } from '../helpers/database.js';
+
+describe('docs/walkthrough.md', () => {
+  it('matches what the bot writes today', async () => {
+    const fresh = maskVolatile(await generateWalkthrough({ databaseUrl: await createTestDatabase('walkthrough') }));
+    const committed = maskVolatile(await readFile(WALKTHROUGH_PATH, 'utf8'));
+    expect(
+      committed,
+      'docs/walkthrough.md no longer matches what the bot writes: run `npm run walkthrough` and commit docs/walkthrough.md (the diff below is committed vs fresh, ports and elapsed times masked)',
+    ).toBe(fresh);
+  }, 180_000);
+
+  it('masks only ports and elapsed times', () => {
+    expect(maskVolatile('link http://127.0.0.1:38299/runs/run_1 · elapsed 7s · elapsed 1m 5s · $0.0360 agent · 4.11 credits')).toBe(
+      'link http://127.0.0.1:PORT/runs/run_1 · elapsed Ns · elapsed Ns · $0.0360 agent · 4.11 credits',
+    );
+  });
+});
