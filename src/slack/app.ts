@@ -2,11 +2,11 @@
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
 import type { RetryOptions, WebClientOptions } from '@slack/web-api';
 import type { RequestListener } from 'node:http';
-import { inspect } from 'node:util';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { describeError, StartupError } from '../startup-error.js';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
+import { formatLogArgs } from './log-format.js';
 
 /** Socket Mode connection state as the socket-mode client reports it; 'none' in HTTP mode. */
 export type SocketState = 'none' | 'connecting' | 'connected' | 'reconnecting' | 'disconnected';
@@ -25,19 +25,6 @@ export const STARTUP_RETRIES = { retries: 3, factor: 2, minTimeout: 1000, maxTim
 const SLACK_TIMEOUT_MS = 5000;
 /** Once connected, Socket Mode reconnects keep the socket-mode client's own patient policy. */
 const RECONNECT_RETRIES = { retries: 100, factor: 1.3, minTimeout: 1000, maxTimeout: 60_000, randomize: false } as const;
-
-/** One readable string for Bolt's and the Web API's variadic log calls: objects inspected, never "[object Object]". */
-export function formatLogArgs(msg: unknown[]): string {
-  return msg
-    .map((part) =>
-      typeof part === 'string'
-        ? part
-        : part instanceof Error
-          ? describeError(part)
-          : inspect(part, { breakLength: Infinity, depth: 4 }),
-    )
-    .join(' ');
-}
 
 function boltLogger(logger: Logger): BoltLogger {
   const child = logger.child({ component: 'bolt' });

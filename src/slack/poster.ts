@@ -5,6 +5,7 @@ import type { Db } from '../store/db.js';
 import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import { SLACK_LIMITS } from './limits.js';
+import { formatLogArgs } from './log-format.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
 
@@ -40,9 +41,9 @@ function slackLoggerFrom(logger: Logger) {
   let level = 'info';
   return {
     debug: () => undefined,
-    info: (...msg: unknown[]) => child.debug(msg.map(String).join(' ')),
-    warn: (...msg: unknown[]) => child.warn(msg.map(String).join(' ')),
-    error: (...msg: unknown[]) => child.error(msg.map(String).join(' ')),
+    info: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
+    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
+    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
     setLevel: (l: string) => {
       level = l;
     },

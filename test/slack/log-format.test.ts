@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatLogArgs } from '../../src/slack/app.js';
+import { formatLogArgs } from '../../src/slack/log-format.js';
 
 describe("the Bolt and Web API loggers' message formatting", () => {
   it('inspects objects and errors instead of printing [object Object]', () => {
