@@ -347,10 +347,15 @@ export async function startEmbeddedPostgres(options: {
       (stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
         const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGINT'); // fast shutdown
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        // Smart shutdown first: pg-pool's end() resolves before its sockets have closed, and a fast
+        // shutdown then terminated those sessions ("terminating connection due to administrator
+        // command" in the bot's log). Smart waits for them; fast, then a kill, if one lingers.
+        child.kill('SIGTERM');
+        const fast = setTimeout(() => child.kill('SIGINT'), 5000);
+        const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
         await gone;
-        clearTimeout(timer);
+        clearTimeout(fast);
+        clearTimeout(kill);
       })()),
   };
 }
