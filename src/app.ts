@@ -10,7 +10,7 @@ import { toolDefinitions } from './agent/tools/tool.js';
 import { createTurnHooks } from './agent/turn-hooks.js';
 import type { TurnDeps } from './agent/turn.js';
 import type { Config } from './config.js';
-import { startHttpServer, WEBHOOK_PATH } from './http/server.js';
+import { sendJson, startHttpServer, WEBHOOK_PATH } from './http/server.js';
 import { createWebhookRoute } from './http/webhook-route.js';
 import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
@@ -18,7 +18,7 @@ import { createLogger } from './logger.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
-import { createSlackApp } from './slack/app.js';
+import { createSlackApp, type SlackApp } from './slack/app.js';
 import { createHomePublisher } from './slack/home.js';
 import { createSlackClients, SlackPoster } from './slack/poster.js';
 import { describeError, redactUrl, StartupError } from './startup-error.js';
@@ -150,7 +150,10 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       );
     };
 
-    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    // The HTTP server comes up before Slack is verified, so /healthz answers (503, "starting")
+    // during the rest of start-up; Slack's requests wait for the app (503: Slack redelivers).
+    let slack: SlackApp | undefined;
+    let ready = false;
     const webhook = createWebhookRoute({
       db: db.db,
       logger,
@@ -164,13 +167,18 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       logger,
       port: config.port,
       ...(options.host ? { host: options.host } : {}),
-      slack: slack.requestListener,
+      slack: config.slack.socketMode
+        ? undefined
+        : (req, res) => (slack?.requestListener ? slack.requestListener(req, res) : sendJson(res, 503, { error: 'starting, retry later' })),
       webhook,
-      ...(config.slack.socketMode ? { socketState: slack.socketState } : {}),
+      starting: () => !ready,
+      ...(config.slack.socketMode ? { socketState: () => slack?.socketState() ?? 'connecting' } : {}),
     }).catch((error: unknown) => {
       throw portError(config.port, error);
     });
     cleanups.push(() => http.close());
+    slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    const slackApp = slack;
 
     let sandbox: SandboxHandle | undefined;
     let platform: Platform;
@@ -248,8 +256,9 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       await sweep.stop();
     });
 
-    await slack.start();
-    cleanups.push(() => slack.stop());
+    await slackApp.start();
+    cleanups.push(() => slackApp.stop());
+    ready = true;
     logger.info(
       { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? 'sandbox' : config.platform.apiUrl },
       'bot ready',

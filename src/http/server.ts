@@ -13,6 +13,8 @@ export interface HttpServerOptions {
   webhook: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** Socket Mode connection state; /healthz fails while it is not 'connected'. Absent in HTTP mode. */
   socketState?: () => string;
+  /** True while the bot is still starting; /healthz then answers 503 "starting". */
+  starting?: () => boolean;
 }
 
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -51,6 +53,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
+      if (options.starting?.()) return sendJson(res, 503, { status: 'starting' });
       const socket = options.socketState?.();
       void databaseReachable(options.db).then((ok) => {
         const socketOk = socket === undefined || socket === 'connected';
