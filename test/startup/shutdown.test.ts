@@ -4,7 +4,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+// Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
+vi.setConfig({ testTimeout: 150_000 });
 import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
 import { baseEnv, logLines, runBot } from './run-bot.js';
 

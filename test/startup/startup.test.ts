@@ -4,7 +4,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+// Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
+vi.setConfig({ testTimeout: 150_000 });
 import { STARTUP_RETRIES } from '../../src/slack/app.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { startFakeSlack } from '../fakes/fake-slack.js';

@@ -4,7 +4,10 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+// Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
+vi.setConfig({ testTimeout: 150_000 });
 import { firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '../../src/store/embedded-postgres.js';
 import { StartupError } from '../../src/startup-error.js';
 
