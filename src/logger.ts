@@ -1,5 +1,6 @@
 // Structured JSON logs (pino) and the one secret scrubber for everything that leaves the bot: logs, posts, Home views, model requests.
 import { pino, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 
 /** Replaces every configured secret by "[redacted]" wherever it appears. */
 export interface SecretScrubber {
@@ -53,9 +54,15 @@ export function createLogger(options: {
   secrets?: readonly (string | undefined)[];
   scrubber?: SecretScrubber;
   destination?: NodeJS.WritableStream;
+  /** Human-readable lines instead of JSON; default: when logging to stdout and stdout is a terminal. */
+  pretty?: boolean;
 }): Logger {
   const scrubber = options.scrubber ?? createScrubber(options.secrets ?? []);
-  const destination = options.destination ?? process.stdout;
+  const pretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true);
+  // The prettifier reads the scrubbed JSON line, so what it prints is scrubbed too.
+  const destination = pretty
+    ? pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', destination: options.destination ?? process.stdout })
+    : (options.destination ?? process.stdout);
   return pino(
     {
       level: options.level,

@@ -13,6 +13,10 @@ export interface HttpServerOptions {
   /** Slack's requests; a POST arrives with its body already read (at most {@link INBOUND_LIMITS}) as `rawBody`. */
   slack: RequestListener | undefined;
   webhook: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** Socket Mode connection state; /healthz fails while it is not 'connected'. Absent in HTTP mode. */
+  socketState?: () => string;
+  /** True while the bot is still starting; /healthz then answers 503 "starting". */
+  starting?: () => boolean;
 }
 
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -152,9 +156,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
   const route = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
-      void databaseReachable(options.db).then((ok) =>
-        sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'database unreachable' }),
-      );
+      if (options.starting?.()) return sendJson(res, 503, { status: 'starting' });
+      const socket = options.socketState?.();
+      void databaseReachable(options.db).then((ok) => {
+        const socketOk = socket === undefined || socket === 'connected';
+        const status = !ok ? 'database unreachable' : !socketOk ? `slack socket ${socket}` : 'ok';
+        sendJson(res, ok && socketOk ? 200 : 503, socket === undefined ? { status } : { status, slackSocket: socket });
+      });
       return;
     }
     if (path === WEBHOOK_PATH) {

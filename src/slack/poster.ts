@@ -8,6 +8,7 @@ import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reser
 import type { Post } from '../store/tables.js';
 import { retireChosen } from './blocks/button-choices.js';
 import { SLACK_LIMITS } from './limits.js';
+import { formatLogArgs } from './log-format.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
 
@@ -43,9 +44,9 @@ function slackLoggerFrom(logger: Logger) {
   let level = 'info';
   return {
     debug: () => undefined,
-    info: (...msg: unknown[]) => child.debug(msg.map(String).join(' ')),
-    warn: (...msg: unknown[]) => child.warn(msg.map(String).join(' ')),
-    error: (...msg: unknown[]) => child.error(msg.map(String).join(' ')),
+    info: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
+    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
+    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
     setLevel: (l: string) => {
       level = l;
     },
