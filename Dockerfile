@@ -19,6 +19,8 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# The bundled LoRA trainer; it needs Python 3 with torch (optional, see README).
+COPY trainer ./trainer
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data

@@ -15,6 +15,8 @@ import { createWebhookRoute } from './http/webhook-route.js';
 import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
 import { createLogger, createScrubber } from './logger.js';
+import { inferenceFromConfig } from './platform/engines/engine-setup.js';
+import { trainingFromConfig } from './platform/engines/training-setup.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
@@ -196,6 +198,8 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       const sandboxPort = config.port === 0 || config.port === 65535 ? 0 : config.port + 1;
       const portFree = sandboxPort === 0 || (await assertPortFree(sandboxPort, '127.0.0.1').then(() => true, () => false));
       if (!portFree) logger.warn({ port: sandboxPort }, `port ${sandboxPort} (PORT + 1) is taken: the sandbox runs on a free port, so its links change at each restart`);
+      const inference = inferenceFromConfig(config.engines);
+      const training = trainingFromConfig(config.engines, config.dataDir, logger.child({ component: 'trainer' }));
       sandbox = await startSandbox({
         databaseUrl,
         port: portFree ? sandboxPort : 0,
@@ -206,6 +210,9 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
         ...(options.sandbox?.faults ? { faults: options.sandbox.faults } : {}),
         ...(options.sandbox?.seed !== undefined ? { seed: options.sandbox.seed } : {}),
         ...(options.sandbox?.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
+        ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
+        ...(inference ? { inference } : {}),
+        ...(training ? { training } : {}),
       });
       cleanups.push(() => sandbox!.stop());
       scrubber.add(sandbox.token, sandbox.webhookSecret);
@@ -222,7 +229,8 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       logger,
       model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
       platform,
-      sandbox: sandbox !== undefined,
+      sandbox: sandbox !== undefined && sandbox.engine === null,
+      engine: sandbox?.engine ?? null,
       poster,
       system: SYSTEM_PROMPT,
       tools,
@@ -260,7 +268,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     cleanups.push(() => slackApp.stop());
     ready = true;
     logger.info(
-      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? 'sandbox' : config.platform.apiUrl },
+      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? (sandbox.engine ?? 'sandbox') : config.platform.apiUrl },
       'bot ready',
     );
     return { url: http.url, config, db, platform, sandbox, worker: workerHandle, logger, stop };

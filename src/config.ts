@@ -1,5 +1,8 @@
 // Environment configuration, validated once at start-up with zod.
 import cron from 'node-cron';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_MODEL, parsePriceOverrides, type ModelPrices } from './agent/pricing.js';
 
@@ -49,6 +52,35 @@ const positiveInt = (fallback: number) =>
     .transform((value) => (value === undefined ? fallback : Number(value)))
     .refine((value) => Number.isInteger(value) && value >= 0, { message: 'must be a non-negative integer' });
 
+/** The engine variables: where runs go and how they are paced and priced. */
+const ENGINE_ENV = {
+    MODELS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
+      message: 'must be an existing folder of GGUF model files',
+    }),
+    BENCHMARKS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
+      message: 'must be an existing folder of benchmark files (<id>.jsonl)',
+    }),
+    INFERENCE_URL: url('an OpenAI-compatible endpoint root, e.g. http://127.0.0.1:8000/v1'),
+    INFERENCE_API_KEY: optionalString,
+    INFERENCE_PROMPT_STYLE: optionalString
+      .refine((v) => v === undefined || v === 'chat' || v === 'completion', {
+        message: 'must be chat or completion (how to ask a model the endpoint does not say has a chat template)',
+      })
+      .transform((v) => (v ?? 'chat') as 'chat' | 'completion'),
+    ENGINE_THREADS: positiveInt(os.availableParallelism()).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    INFERENCE_CONCURRENCY: positiveInt(4).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    INFERENCE_TIMEOUT_MS: positiveInt(120_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    RUN_CREDITS_PER_1K_TOKENS: positiveNumber(0.1),
+    TRAINER_PYTHON: optionalString,
+    TRAINING_CREDITS_PER_1K_TOKENS: positiveNumber(1),
+    TRAINING_TOKENS_PER_SECOND: positiveNumber(500),
+    TRAINING_LEARNING_RATE: optionalString
+      .transform((value) => (value === undefined ? undefined : Number(value)))
+      .refine((value) => value === undefined || (Number.isFinite(value) && value > 0 && value <= 1), {
+        message: 'must be a number above 0 and at most 1, e.g. 0.003',
+      }),
+};
+
 const EnvSchema = z
   .object({
     SLACK_BOT_TOKEN: optionalString.refine((v) => v !== undefined, {
@@ -84,6 +116,7 @@ const EnvSchema = z
     RECONCILE_CRON: cronSchedule('* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
     WORKER_STALE_SECONDS: positiveNumber(30),
+    ...ENGINE_ENV,
     // A refinement, not z.enum: a failed enum stops zod before the cross-variable checks below run.
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
@@ -110,6 +143,9 @@ const EnvSchema = z
         path: ['BENCHGEN_WEBHOOK_SECRET'],
         message: 'is required when BENCHGEN_API_URL is set (the whsec_... secret the platform signs webhooks with)',
       });
+    }
+    if (env.INFERENCE_API_KEY && !env.INFERENCE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['INFERENCE_API_KEY'], message: 'is set but INFERENCE_URL is not: set the endpoint it is for' });
     }
     if (env.AGENT_PRICES) {
       try {
@@ -160,7 +196,68 @@ export interface Config {
   };
   reconcile: { cron: string; overdueSeconds: number };
   workerStaleSeconds: number;
+  /** Where runs go: unset (neither MODELS_DIR nor INFERENCE_URL) = the simulator. */
+  engines: EngineConfig;
   logLevel: string;
+}
+
+/** Reads only the engine variables (for `npm run sandbox`); throws {@link ConfigError} like {@link loadConfig}. */
+export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+  const parsed = z.object(ENGINE_ENV).safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? 'environment'), detail: issue.message })));
+  }
+  if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
+    throw new ConfigError([{ variable: 'INFERENCE_API_KEY', detail: 'is set but INFERENCE_URL is not: set the endpoint it is for' }]);
+  }
+  return engineConfig(parsed.data);
+}
+
+function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig {
+  return {
+    modelsDir: e.MODELS_DIR === undefined ? undefined : path.resolve(e.MODELS_DIR),
+    benchmarksDir: e.BENCHMARKS_DIR === undefined ? undefined : path.resolve(e.BENCHMARKS_DIR),
+    inferenceUrl: e.INFERENCE_URL,
+    inferenceApiKey: e.INFERENCE_API_KEY,
+    promptStyle: e.INFERENCE_PROMPT_STYLE,
+    threads: e.ENGINE_THREADS,
+    concurrency: e.INFERENCE_CONCURRENCY,
+    timeoutMs: e.INFERENCE_TIMEOUT_MS,
+    runCreditsPer1kTokens: e.RUN_CREDITS_PER_1K_TOKENS,
+    trainerPython: e.TRAINER_PYTHON,
+    trainingCreditsPer1kTokens: e.TRAINING_CREDITS_PER_1K_TOKENS,
+    trainingTokensPerSecond: e.TRAINING_TOKENS_PER_SECOND,
+    trainingLearningRate: e.TRAINING_LEARNING_RATE,
+  };
+}
+
+export interface EngineConfig {
+  modelsDir: string | undefined;
+  /** Benchmark files `<id>.jsonl`, served beside the built-in catalogue and uploads. */
+  benchmarksDir: string | undefined;
+  inferenceUrl: string | undefined;
+  inferenceApiKey: string | undefined;
+  promptStyle: 'chat' | 'completion';
+  threads: number;
+  concurrency: number;
+  timeoutMs: number;
+  runCreditsPer1kTokens: number;
+  /** A python with torch for the bundled trainer; unset = `python3`, then `/usr/bin/python3`. */
+  trainerPython: string | undefined;
+  /** Price of a real training per 1,000 trained tokens (dataset tokens x epochs). */
+  trainingCreditsPer1kTokens: number;
+  /** Expected training speed in trained tokens a second, for the estimate before launch. */
+  trainingTokensPerSecond: number;
+  /** LoRA learning rate of every training; unset = the trainer's default (3e-3). */
+  trainingLearningRate: number | undefined;
+}
+
+function isFolder(value: string): boolean {
+  try {
+    return fs.statSync(value).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 export interface ConfigProblem {
@@ -234,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     reconcile: { cron: e.RECONCILE_CRON, overdueSeconds: e.RECONCILE_OVERDUE_SECONDS },
     workerStaleSeconds: e.WORKER_STALE_SECONDS,
+    engines: engineConfig(e),
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -49,6 +50,7 @@ describe('loadConfig', () => {
     [{ ...base, RECONCILE_CRON: '61 * * * *' }, 'RECONCILE_CRON'],
     [{ ...base, DATABASE_URL: 'localhost:5432/db' }, 'DATABASE_URL'],
     [{ ...base, DATABASE_URL: 'mysql://u:p@localhost/db' }, 'DATABASE_URL'],
+    [{ ...base, BENCHMARKS_DIR: '/no/such/benchmarks/folder' }, 'BENCHMARKS_DIR'],
   ])('names the variable in one line: %#', (env, variable) => {
     const error = errorOf(env as Record<string, string>);
     expect(error).toBeInstanceOf(ConfigError);
@@ -82,6 +84,11 @@ describe('loadConfig', () => {
     expect(config.port).toBe(65535);
     expect(config.reconcile.cron).toBe('*/30 * * * * *');
     expect(config.databaseUrl).toBe('postgresql://u:p@db.internal/verdict');
+  });
+
+  it('resolves BENCHMARKS_DIR to an absolute folder, unset by default', () => {
+    expect(loadConfig(base).engines.benchmarksDir).toBeUndefined();
+    expect(loadConfig({ ...base, BENCHMARKS_DIR: 'test' }).engines.benchmarksDir).toBe(path.resolve('test'));
   });
 
   it('parses lists and price overrides', () => {

@@ -22,4 +22,4 @@ Reports
 - Run finished: the score (per category when given), then what you do next.
 - Comparison: two to four sentences of narrative around the verdict that the analysis gives, including its reason, whether the gains were measured on trained-on questions only (a memorization check) and the cost so far.
 - Write in the person's words: name steps and outcomes as the tool results phrase them ("the baseline run", "memorized"), never as identifiers such as tool names, plan step kinds or snake_case values.
-- If the platform is the sandbox, say "sandbox" once in launch reports.`;
+- Say once in launch reports what does the work, as the tool result names it: "sandbox" for the simulated platform, else the engine (for example "llama.cpp, CPU, 2 threads").`;

@@ -14,6 +14,7 @@ import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost, type PostPayload } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
+import { triggerFiles } from '../store/trigger-files.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
@@ -55,6 +56,8 @@ export interface TurnDeps {
   model: ModelClient;
   platform: Platform;
   sandbox: boolean;
+  /** The in-process platform's real inference engine; messages name it instead of "sandbox". */
+  engine?: string | null;
   poster: SlackPoster;
   system: string;
   tools: readonly AgentTool<never>[];
@@ -108,6 +111,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     logger: log.child({ turnId: turn.id }),
     platform: deps.platform,
     sandbox: deps.sandbox,
+    engine: deps.engine ?? null,
     chat,
     turn,
     trigger,
@@ -195,7 +199,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
   const answer = finalText(turnRows);
   const attachments = await withFinalCost(ctx, turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []));
   const mention = trigger.user_id ?? chat.owner_user_id;
-  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox });
+  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox, engine: deps.engine ?? null });
   await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });
 }
 
@@ -328,8 +332,12 @@ export function renderTriggerText(trigger: Trigger): string {
   const payload = trigger.payload as Record<string, unknown>;
   switch (trigger.kind) {
     case 'mention':
-    case 'reply':
-      return `[Slack message from <@${trigger.user_id}>]\n${boundInbound(String(payload.text ?? ''), INBOUND_LIMITS.messageText)}`;
+    case 'reply': {
+      const files = triggerFiles(trigger);
+      const shared = files.map((f) => `"${f.name}" (file id ${f.id}, ${f.mimetype}, ${f.size} bytes)`);
+      const attached = shared.length ? `\n[Files shared with this message: ${shared.join('; ')}. benchmark-import makes one a benchmark.]` : '';
+      return `[Slack message from <@${trigger.user_id}>]\n${boundInbound(String(payload.text ?? ''), INBOUND_LIMITS.messageText)}${attached}`;
+    }
     case 'button':
       return `[<@${trigger.user_id}> pressed the button "${boundInbound(String(payload.label ?? payload.actionId ?? ''), INBOUND_LIMITS.buttonLabel)}"]`;
     case 'retry':

@@ -11,6 +11,8 @@ export const API_ERROR_CODES = [
   'rate_limited',
   'unavailable',
   'unauthorized',
+  /** The platform cannot do this on this machine (e.g. training without PyTorch); not retryable. */
+  'engine_unavailable',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
@@ -180,6 +182,14 @@ export type BenchmarkWire = z.input<typeof BenchmarkSchema>;
 export type Benchmark = z.output<typeof BenchmarkSchema>;
 
 export const BenchmarkListSchema = z.object({ items: z.array(BenchmarkSchema) });
+
+/** `POST /benchmarks` as JSON: the JSONL file's text in `content`. */
+export const BenchmarkUploadRequestSchema = z.object({
+  id,
+  file_name: z.string().min(1).max(255).optional(),
+  content: z.string(),
+});
+export type BenchmarkUploadRequestWire = z.input<typeof BenchmarkUploadRequestSchema>;
 export type BenchmarkListWire = z.input<typeof BenchmarkListSchema>;
 
 /**
@@ -221,6 +231,13 @@ export const RunSchema = z
     error_message: z.string().nullable(),
     web_url: webUrl,
     environment,
+    /** Extension: what asked the questions, e.g. "llama.cpp, CPU, 2 threads", or "simulator". */
+    engine: z.string().min(1).optional(),
+    /** Extension: questions answered so far out of all. */
+    progress: z.object({ done: count, total: count }).optional(),
+    /** Extension (real engines): tokens the run used so far, once finished. */
+    prompt_tokens: count.nullable().optional(),
+    completion_tokens: count.nullable().optional(),
   })
   .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at']))
   .transform((r) => ({
@@ -242,6 +259,10 @@ export const RunSchema = z
     errorMessage: r.error_message,
     webUrl: r.web_url,
     environment: r.environment,
+    engine: r.engine ?? null,
+    progress: r.progress ?? null,
+    promptTokens: r.prompt_tokens ?? null,
+    completionTokens: r.completion_tokens ?? null,
   }));
 export type RunWire = z.input<typeof RunSchema>;
 export type Run = z.output<typeof RunSchema>;
@@ -408,6 +429,11 @@ export const TrainingJobSchema = z
     error_message: z.string().nullable(),
     web_url: webUrl,
     environment,
+    /** Extension: what trains, e.g. "PyTorch LoRA, CPU, 2 threads", or "simulator". */
+    engine: z.string().min(1).optional(),
+    /** Extension (real trainers): optimizer steps done and planned, and the last training loss. */
+    steps: z.object({ done: count, total: count }).nullable().optional(),
+    loss: z.number().nullable().optional(),
   })
   .superRefine(requiredByStatus(['produced_model_id', 'price_charged_credits', 'finished_at']))
   .transform((t) => ({
@@ -428,6 +454,9 @@ export const TrainingJobSchema = z
     errorMessage: t.error_message,
     webUrl: t.web_url,
     environment: t.environment,
+    engine: t.engine ?? null,
+    steps: t.steps ?? null,
+    loss: t.loss ?? null,
   }));
 export type TrainingJobWire = z.input<typeof TrainingJobSchema>;
 export type TrainingJob = z.output<typeof TrainingJobSchema>;

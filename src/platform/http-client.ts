@@ -16,6 +16,7 @@ import {
   TrainingJobSchema,
   WebhookEndpointSchema,
   describeZodError,
+  type BenchmarkUploadRequestWire,
   type BuildDatasetRequestWire,
   type LaunchRunRequestWire,
   type TrainingRequestWire,
@@ -183,6 +184,10 @@ export function createHttpPlatform(options: HttpPlatformOptions): Platform {
       return list.items;
     },
     getBenchmark: (id) => call({ method: 'GET', path: `/benchmarks/${segment(id)}` }, BenchmarkSchema),
+    uploadBenchmark(input) {
+      const body: BenchmarkUploadRequestWire = { id: input.id, file_name: input.fileName, content: input.content };
+      return call({ method: 'POST', path: '/benchmarks', body }, BenchmarkSchema);
+    },
     launchRun(input, idempotencyKey) {
       const body: LaunchRunRequestWire = { benchmark_id: input.benchmarkId, model_id: input.modelId };
       return call({ method: 'POST', path: '/runs', body, idempotencyKey }, RunSchema);

@@ -40,6 +40,11 @@ export interface Platform {
   getModel(id: string): Promise<Model>;
   listBenchmarks(): Promise<Benchmark[]>;
   getBenchmark(id: string): Promise<Benchmark>;
+  /**
+   * Stores a benchmark file (JSONL, one question a line) under `id`. Uploading the same file again
+   * returns the same benchmark; a bad file fails with `invalid_request` naming each bad line and field.
+   */
+  uploadBenchmark(input: { id: string; fileName?: string; content: string }): Promise<Benchmark>;
   launchRun(input: { benchmarkId: string; modelId: string }, idempotencyKey: string): Promise<Run>;
   getRun(id: string): Promise<Run>;
   /** One page of a completed run's per-question results; pass `nextCursor` back until it is null. */

@@ -17,6 +17,8 @@ export const SLACK_LIMITS = {
   messageText: 40_000,
   tableRows: 100,
   tableColumns: 20,
+  /** Files one message can share (Slack's upload limit per message). */
+  filesPerMessage: 10,
   /** Slack's documented pace for chat.postMessage: about one message per second per channel. */
   postIntervalMsPerChannel: 1000,
 } as const;

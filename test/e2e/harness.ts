@@ -45,8 +45,8 @@ export interface Harness {
   url(): string;
   /** Everything the bot logged (JSON lines). */
   logs(): Promise<string>;
-  mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
-  reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
+  mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
+  reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
   /** Bot posts in a thread, in post order. */
   posts(threadTs: string, channel?: string): FakeMessage[];
   waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;

@@ -100,6 +100,47 @@ export interface FakeFile {
   initialComment?: string;
 }
 
+/** A file a user shared, as Slack describes it in a message event's `files` (the fields the bot reads and the usual others). */
+export interface SlackEventFile {
+  id: string;
+  created: number;
+  timestamp: number;
+  name: string;
+  title: string;
+  mimetype: string;
+  filetype: string;
+  pretty_type: string;
+  user: string;
+  user_team: string;
+  editable: boolean;
+  size: number;
+  mode: 'hosted';
+  is_external: boolean;
+  external_type: string;
+  is_public: boolean;
+  public_url_shared: boolean;
+  display_as_bot: boolean;
+  username: string;
+  url_private: string;
+  url_private_download: string;
+  permalink: string;
+  permalink_public: string;
+  has_rich_preview: boolean;
+  file_access: string;
+}
+
+export interface ShareFileInput {
+  name: string;
+  content: string | Buffer;
+  /** Default `text/plain`, as Slack labels a `.jsonl` file. */
+  mimetype?: string;
+  user?: string;
+  /** Bytes announced in the event's `size` (default: the content's length). */
+  announcedSize?: number;
+  /** The bot may not read it (no `files:read`, or shared where the bot is not): Slack answers its sign-in page. */
+  hiddenFromBot?: boolean;
+}
+
 export interface FakeReaction {
   channel: string;
   ts: string;
@@ -133,6 +174,14 @@ export interface FakeSlack {
   callsTo(method: string): SlackCall[];
   messages(channel?: string, threadTs?: string): FakeMessage[];
   seedMessage(message: SeedMessage): FakeMessage;
+  /**
+   * Stores a file as if a user had uploaded it and returns its `files[]` entry for an event. Its
+   * `url_private_download` answers the content to a request with `Authorization: Bearer <token>`,
+   * and Slack's HTML sign-in page (status 200) to one without.
+   */
+  shareFile(file: ShareFileInput): SlackEventFile;
+  /** Files users shared (see `shareFile`), by id. */
+  sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
   waitFor(predicate: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
   failNext(method: string, n: number, response: SlackFailure): void;
   reset(): void;
@@ -776,11 +825,43 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     record({ method: 'upload', args: { file_id: fileId, bytes: content.length }, at: Date.now(), ...(token ? { token } : {}), status, response: text });
   };
 
+  const sharedFiles = new Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>();
+  let sharedCounter = 0;
+
+  /** GET of a shared file's url_private(_download): the bytes with a token, Slack's sign-in page without one. */
+  const handleFileDownload = (res: ServerResponse, fileId: string, token: string | undefined) => {
+    const shared = sharedFiles.get(fileId);
+    const known = token !== undefined && teamFor(token) !== undefined;
+    let status = 200;
+    let response: string;
+    if (!shared) {
+      status = 404;
+      response = 'file not found';
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(response);
+    } else if (!known || shared.hidden) {
+      response = '<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to your workspace</body></html>';
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(response);
+    } else {
+      response = `${shared.content.length} bytes`;
+      res.writeHead(200, {
+        'content-type': shared.file.mimetype,
+        'content-length': String(shared.content.length),
+        'content-disposition': `attachment; filename="${shared.file.name}"`,
+      }).end(shared.content);
+    }
+    record({ method: 'files-pri', args: { file_id: fileId }, at: Date.now(), ...(token ? { token } : {}), status, response });
+  };
+
   const server = createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const auth = req.headers.authorization;
       const headerToken = auth?.toLowerCase().startsWith('bearer ') ? auth.slice(7).trim() : undefined;
+      const download = /^\/files-pri\/[A-Z0-9]+-([A-Z0-9]+)\/(?:download\/)?[^/]+$/.exec(url.pathname);
+      if (download?.[1] && req.method === 'GET') {
+        handleFileDownload(res, download[1], headerToken);
+        return;
+      }
       const upload = /^\/upload\/([^/]+)$/.exec(url.pathname);
       if (upload?.[1] && req.method === 'POST') {
         await handleUpload(req, res, upload[1], headerToken);
@@ -859,6 +940,45 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       allMessages.push(message);
       return message;
     },
+    sharedFiles,
+    shareFile: (input) => {
+      sharedCounter += 1;
+      const id = `F${String(sharedCounter).padStart(10, '0')}`;
+      const content = Buffer.isBuffer(input.content) ? input.content : Buffer.from(input.content, 'utf8');
+      const now = Math.floor(Date.now() / 1000);
+      const team = defaultTeam.teamId;
+      const encoded = encodeURIComponent(input.name);
+      const extension = /\.([A-Za-z0-9]+)$/.exec(input.name)?.[1]?.toLowerCase() ?? 'text';
+      const file: SlackEventFile = {
+        id,
+        created: now,
+        timestamp: now,
+        name: input.name,
+        title: input.name,
+        mimetype: input.mimetype ?? 'text/plain',
+        filetype: extension === 'jsonl' ? 'text' : extension,
+        pretty_type: extension === 'jsonl' ? 'Plain Text' : extension.toUpperCase(),
+        user: input.user ?? 'UUSER',
+        user_team: team,
+        editable: true,
+        size: input.announcedSize ?? content.length,
+        mode: 'hosted',
+        is_external: false,
+        external_type: '',
+        is_public: true,
+        public_url_shared: false,
+        display_as_bot: false,
+        username: '',
+        url_private: `${baseUrl}/files-pri/${team}-${id}/${encoded}`,
+        url_private_download: `${baseUrl}/files-pri/${team}-${id}/download/${encoded}`,
+        permalink: `https://${defaultTeam.domain}.slack.test/files/${input.user ?? 'UUSER'}/${id}/${encoded}`,
+        permalink_public: `https://slack-files.test/${team}-${id}-0000000000`,
+        has_rich_preview: false,
+        file_access: 'visible',
+      };
+      sharedFiles.set(id, { file, content, hidden: input.hiddenFromBot ?? false });
+      return file;
+    },
     waitFor: (predicate, timeoutMs = 5000) => {
       const found = calls.find(predicate);
       if (found) return Promise.resolve(found);
@@ -896,6 +1016,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       reactions.length = 0;
       allMessages.length = 0;
       files.clear();
+      sharedFiles.clear();
       homeViews.clear();
       modals.clear();
       failures.clear();

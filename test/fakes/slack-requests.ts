@@ -160,6 +160,8 @@ export interface UserMessageInput {
   team?: string;
   /** Author of the thread's parent, as Slack adds to replies. */
   parentUserId?: string;
+  /** Files shared with the message (`FakeSlack.shareFile` entries); a `message` event then has subtype `file_share`. */
+  files?: readonly object[];
 }
 
 /** An `app_mention` event as Slack sends it when a user writes `<@UBOT> …`. */
@@ -177,6 +179,7 @@ export function appMention(input: UserMessageInput): SlackEvent {
     event_ts: ts,
     ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
     ...(input.threadTs && input.parentUserId ? { parent_user_id: input.parentUserId } : {}),
+    ...(input.files?.length ? { files: input.files, upload: false, display_as_bot: false } : {}),
   };
 }
 
@@ -196,6 +199,7 @@ export function userMessage(input: UserMessageInput): SlackEvent {
     channel_type: channelType(input.channel),
     ...(input.threadTs ? { thread_ts: input.threadTs } : {}),
     ...(input.threadTs && input.parentUserId ? { parent_user_id: input.parentUserId } : {}),
+    ...(input.files?.length ? { subtype: 'file_share', files: input.files, upload: false, display_as_bot: false } : {}),
   };
 }
 

@@ -58,7 +58,7 @@ export const benchmarkLaunch = defineTool({
     }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${launchOutlook(ctx, planStep, run)}`,
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx, run.engine)}.${launchOutlook(ctx, planStep, run)}`,
     };
   },
 });

@@ -2,6 +2,7 @@
 import { accountBalance } from './account-balance.js';
 import { benchmarkAnalyze } from './benchmark-analyze.js';
 import { benchmarkDetails } from './benchmark-details.js';
+import { benchmarkImport } from './benchmark-import.js';
 import { benchmarkLaunch } from './benchmark-launch.js';
 import { datasetBuild } from './dataset-build.js';
 import { modelLookup } from './model-lookup.js';
@@ -16,6 +17,7 @@ export function createTools(): AgentTool<never>[] {
   return [
     modelLookup,
     benchmarkDetails,
+    benchmarkImport,
     accountBalance,
     planSet,
     benchmarkLaunch,

@@ -129,7 +129,13 @@ export function pct(rate: number | null | undefined): string {
   return rate === null || rate === undefined ? 'n/a' : `${(rate * 100).toFixed(1)}%`;
 }
 
-export function sandboxNote(ctx: ToolContext): string {
+/**
+ * What did the work, for a launch report: the engine the platform names on the run or training
+ * (`engine`), else the configured one, else the sandbox's simulation.
+ */
+export function sandboxNote(ctx: ToolContext, engine?: string | null): string {
+  const label = engine && engine !== 'simulator' ? engine : (ctx.engine ?? null);
+  if (label) return ` (engine: ${label})`;
   return ctx.sandbox ? ' (sandbox platform: simulated, no real GPU)' : '';
 }
 

@@ -13,6 +13,8 @@ export interface ToolContext {
   platform: Platform;
   /** Whether the platform is the sandbox; every message about it says so. */
   sandbox: boolean;
+  /** The real inference engine the in-process platform runs on (e.g. "llama.cpp, CPU, 2 threads"); named instead of "sandbox". */
+  engine?: string | null;
   chat: Chat;
   turn: Turn;
   trigger: Trigger;

@@ -57,7 +57,7 @@ export const trainingLaunch = defineTool({
     }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx)}.${launchOutlook(ctx, planStep, job)}`,
+      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx, job.engine)}.${launchOutlook(ctx, planStep, job)}`,
     };
   },
 });

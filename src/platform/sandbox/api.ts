@@ -14,11 +14,11 @@ import {
   type RunResultsPageWire,
   type WebhookEndpointWire,
 } from '../contract.js';
-import { BENCHMARKS } from './catalogue.js';
+import { answerToWire, listAnswers } from './answers.js';
+import { MAX_BENCHMARK_UPLOAD_BYTES, getBenchmark, isJsonlBody, listBenchmarks, uploadBenchmark } from './benchmark-routes.js';
 import type { SandboxContext } from './context.js';
 import {
   SandboxApiError,
-  benchmarkToWire,
   buildDataset,
   estimateTraining,
   launchRun,
@@ -26,6 +26,7 @@ import {
   requireBenchmark,
   requireRun,
   searchModels,
+  syncEngineModels,
   type Reply,
 } from './operations.js';
 import { notFoundPage, runPage, trainingPage } from './pages.js';
@@ -53,6 +54,8 @@ interface ApiRequest {
   url: URL;
   headers: IncomingMessage['headers'];
   body: unknown;
+  /** The body as received (a JSONL benchmark upload is not JSON). */
+  raw: string;
 }
 
 type RouteHandler = (request: ApiRequest, params: string[]) => Promise<Reply>;
@@ -127,17 +130,27 @@ function routes(ctx: SandboxContext): Route[] {
 
     route('GET', '/models', async (request) => {
       const query = request.url.searchParams.get('search') ?? '';
-      const found = searchModels(await listModels(ctx.pool), query);
+      let models = await listModels(ctx.pool);
+      if (ctx.inference) {
+        // A real engine: what the endpoint serves now, plus the models this platform trained.
+        const served = new Set((await syncEngineModels(ctx, ctx.inference)).map((m) => m.id));
+        models = (await listModels(ctx.pool)).filter(
+          (m) => m.engine !== null && (m.kind === 'fine_tuned' || served.has(m.id)),
+        );
+      }
+      const found = searchModels(models, query);
       return json({ items: found.map(modelToWire) });
     }),
     route('GET', '/models/(.+)', async (_request, [id]) => {
+      if (ctx.inference && !(await getModel(ctx.pool, id!))) await syncEngineModels(ctx, ctx.inference);
       const model = await getModel(ctx.pool, id!);
       if (!model) throw new SandboxApiError(404, 'not_found', `model ${id} not found; search with GET ${API_PREFIX}/models?search=`);
       return json(modelToWire(model));
     }),
 
-    route('GET', '/benchmarks', async () => json({ items: BENCHMARKS.map(benchmarkToWire) })),
-    route('GET', '/benchmarks/([^/]+)', async (_request, [id]) => json(benchmarkToWire(requireBenchmark(id!)))),
+    route('GET', '/benchmarks', async () => listBenchmarks(ctx)),
+    route('GET', '/benchmarks/([^/]+)', async (_request, [id]) => getBenchmark(ctx, id!)),
+    route('POST', '/benchmarks', async (request) => uploadBenchmark(ctx, request)),
 
     route('POST', '/runs', async (request) => {
       const key = idempotencyKey(request, true)!;
@@ -152,6 +165,15 @@ function routes(ctx: SandboxContext): Route[] {
       }
       const cursor = request.url.searchParams.get('cursor');
       const offset = cursor === null || cursor === '' ? 0 : decodeCursor(cursor, run.id, run.question_count);
+      if (run.engine !== null) {
+        const rows = await listAnswers(ctx.pool, run.id, offset, limit);
+        const end = offset + rows.length;
+        const stored: RunResultsPageWire = {
+          items: rows.map(answerToWire),
+          next_cursor: end < run.question_count ? encodeCursor({ r: run.id, o: end }) : null,
+        };
+        return json(stored);
+      }
       const benchmark = requireBenchmark(run.benchmark_id);
       const lineage = await loadLineage(ctx.pool, run.model_id, ctx.lineages);
       const end = Math.min(run.question_count, offset + limit);
@@ -215,12 +237,12 @@ function errorReply(error: SandboxApiError): Reply {
   return { status: error.status, body, headers: error.headers };
 }
 
-async function readBody(request: IncomingMessage): Promise<string> {
+async function readBody(request: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new SandboxApiError(413, 'invalid_request', 'request body is larger than 1 MB');
+    if (size > maxBytes) throw new SandboxApiError(413, 'invalid_request', `request body is larger than ${maxBytes / 1_000_000} MB`);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -331,9 +353,10 @@ export function createApiHandler(ctx: SandboxContext, token: string, stopping: A
         'www-authenticate': 'Token',
       });
     }
-    const raw = request.method === 'POST' || request.method === 'PUT' ? await readBody(request) : '';
+    const upload = request.method === 'POST' && url.pathname === `${API_PREFIX}/benchmarks`;
+    const raw = request.method === 'POST' || request.method === 'PUT' ? await readBody(request, upload ? MAX_BENCHMARK_UPLOAD_BYTES : MAX_BODY_BYTES) : '';
     let body: unknown;
-    if (raw.trim() !== '') {
+    if (raw.trim() !== '' && !(upload && isJsonlBody(request.headers))) {
       try {
         body = JSON.parse(raw);
       } catch {
@@ -347,7 +370,7 @@ export function createApiHandler(ctx: SandboxContext, token: string, stopping: A
       throw new SandboxApiError(404, 'not_found', `no endpoint ${request.method} ${url.pathname}`);
     }
     const params = match.pattern.exec(url.pathname)!.slice(1).map(decodeSegment);
-    return match.handle({ method: request.method ?? 'GET', url, headers: request.headers, body }, params);
+    return match.handle({ method: request.method ?? 'GET', url, headers: request.headers, body, raw }, params);
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {

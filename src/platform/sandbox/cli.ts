@@ -1,4 +1,6 @@
 // `npm run sandbox`: runs the sandbox platform standalone, on DATABASE_URL or an embedded Postgres in .data/sandbox-pg.
+import { ConfigError, loadEngineConfig } from '../../config.js';
+import { inferenceFromConfig } from '../engines/engine-setup.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../store/embedded-postgres.js';
 import { startSandbox, type SandboxLogger } from './sandbox.js';
 
@@ -21,6 +23,17 @@ const consoleLogger: SandboxLogger = {
 };
 
 async function main(): Promise<void> {
+  let inference;
+  let benchmarksDir: string | undefined;
+  try {
+    const engines = loadEngineConfig();
+    inference = inferenceFromConfig(engines);
+    benchmarksDir = engines.benchmarksDir;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    process.exit(1);
+  }
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -35,6 +48,8 @@ async function main(): Promise<void> {
     webhookUrl: process.env.SANDBOX_WEBHOOK_URL || undefined,
     publicUrl: process.env.SANDBOX_PUBLIC_URL || undefined,
     logger: consoleLogger,
+    ...(inference ? { inference } : {}),
+    ...(benchmarksDir ? { benchmarksDir } : {}),
   });
   console.log(
     [

@@ -1,5 +1,10 @@
 // What every part of a running sandbox shares: the pool, the clock, settings, faults and the logger.
 import type pg from 'pg';
+import type { BenchmarkLibrary } from '../benchmarks/library.js';
+import type { TrainingSupervisor } from '../engines/training-supervisor.js';
+import type { LoraHyperparameters, Trainer } from '../engines/trainer.js';
+import type { InferenceEngine } from '../engines/inference.js';
+import type { RunItem } from './answers.js';
 import type { SandboxFaults } from './faults.js';
 import type { ModelLineage, SimulationSettings } from './simulator.js';
 
@@ -48,4 +53,39 @@ export interface SandboxContext {
   random: () => number;
   lineages: Map<string, ModelLineage>;
   now(): Date;
+  /** Real LoRA training of models served by a real engine; unset = such models cannot be trained here. */
+  training?: TrainingEngine;
+  /** Runs on a real inference engine; unset = runs are simulated. */
+  inference?: InferenceContext;
+  /** File benchmarks: BENCHMARKS_DIR and uploads. */
+  benchmarks: BenchmarkLibrary;
+}
+
+/** What launching, pricing and executing runs on a real inference engine needs. */
+export interface InferenceContext {
+  engine: InferenceEngine;
+  /** Price of a run's tokens (prompt + completion) per 1,000. */
+  creditsPer1kTokens: number;
+  /** A benchmark's questions for a run on the engine; null when there is no such benchmark. */
+  benchmarkItems(id: string): Promise<RunItem[] | null>;
+  /** The prompt a run sends for a question. */
+  renderPrompt(item: RunItem): string;
+  /** Wakes the run executor after a launch. */
+  wake(): void;
+}
+
+/** What launching and pricing a real training needs. */
+export interface TrainingEngine {
+  trainer: Trainer;
+  supervisor: TrainingSupervisor;
+  /** Price per 1,000 trained tokens (dataset tokens x epochs); null = by the base model's size. */
+  creditsPer1kTokens: number | null;
+  /** Trained tokens per second this machine is expected to reach, for the estimate before launch. */
+  tokensPerSecond: number;
+  /** Hyperparameters of every launch over the trainer port's defaults (epochs come from the launch). */
+  hyperparameters: Partial<LoraHyperparameters>;
+  /** Absolute path of a base model's GGUF file, or null when this machine has none. */
+  baseModelPath(modelId: string): string | null;
+  /** Tokens of `text` in the model's tokenizer (an estimate when the engine cannot count). */
+  countTokens(modelId: string, text: string): Promise<number>;
 }

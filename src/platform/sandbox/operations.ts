@@ -5,6 +5,7 @@ import {
   priceRun,
   roundCredits,
   BenchmarkPricingSchema,
+  FAILED_SCORE_THRESHOLD,
   type ApiErrorCode,
   type BenchmarkWire,
   type LaunchRunInput,
@@ -12,8 +13,14 @@ import {
   type WebhookEventType,
   type WebhookEventWire,
 } from '../contract.js';
+import type { BenchmarkItem } from '../benchmarks/format.js';
+import { buildTrainingExamples } from '../engines/training-dataset.js';
+import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
-import type { SandboxContext } from './context.js';
+import type { InferenceModel } from '../engines/inference.js';
+import { estimateRunCredits } from '../engines/run-executor.js';
+import { insertRunQuestions, upsertEngineModels } from './answers.js';
+import type { InferenceContext, SandboxContext, TrainingEngine } from './context.js';
 import { memorizationProbability, splitFailures, summarizeRun } from './simulator.js';
 import {
   chargeAccount,
@@ -31,6 +38,7 @@ import {
   insertTraining,
   loadLineage,
   readAccount,
+  runAnsweredQuestions,
   runToWire,
   trainingToWire,
   updateRun,
@@ -193,10 +201,37 @@ async function requireCredits(client: pg.PoolClient, price: number): Promise<voi
 
 // ---------------------------------------------------------------- launches
 
-export function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
-  return withIdempotency(ctx, 'runs', key, input, async (client) => {
-    const benchmark = requireBenchmark(input.benchmarkId);
+/**
+ * Models the inference endpoint serves, recorded as this platform's base models (at most one
+ * lookup a second); an endpoint that cannot be reached is a 503 naming it.
+ */
+export async function syncEngineModels(ctx: SandboxContext, inference: InferenceContext): Promise<InferenceModel[]> {
+  const last = engineModelsSynced.get(inference);
+  if (last && Date.now() - last.at < 1_000) return last.models;
+  let models: InferenceModel[];
+  try {
+    models = await inference.engine.listModels();
+  } catch (error) {
+    throw new SandboxApiError(503, 'unavailable', `the inference engine (${inference.engine.label}) cannot list its models: ${(error as Error).message}`);
+  }
+  await upsertEngineModels(ctx.pool, models, inference.engine.label, ctx.now());
+  engineModelsSynced.set(inference, { at: Date.now(), models });
+  return models;
+}
+const engineModelsSynced = new WeakMap<InferenceContext, { at: number; models: InferenceModel[] }>();
+
+export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
+  const inference = ctx.inference;
+  if (inference && !(await getModel(ctx.pool, input.modelId))) await syncEngineModels(ctx, inference);
+  const reply = await withIdempotency(ctx, 'runs', key, input, async (client) => {
     const model = await requireModel(client, input.modelId);
+    if (model.engine !== null) {
+      if (!inference) {
+        throw new SandboxApiError(422, 'engine_unavailable', `model ${model.id} is served by ${model.engine}, which this platform is not configured with`);
+      }
+      return launchEngineRun(ctx, inference, client, input, model);
+    }
+    const benchmark = requireBenchmark(input.benchmarkId);
     const price = priceRun(BenchmarkPricingSchema.parse(benchmark.pricing), model.params);
     await requireCredits(client, price);
     const now = ctx.now();
@@ -219,6 +254,47 @@ export function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: strin
     ctx.logger.info({ runId: row.id, benchmarkId: benchmark.id, modelId: model.id, price }, 'sandbox run launched');
     return { status: 201, body: runToWire(row, ctx.publicUrl) };
   });
+  if (reply.status === 201 && inference) inference.wake();
+  return reply;
+}
+
+/** A run on the real engine: every question stored with its prompt, priced from the benchmark's size; the executor asks them. */
+async function launchEngineRun(
+  ctx: SandboxContext,
+  inference: InferenceContext,
+  client: pg.PoolClient,
+  input: LaunchRunInput,
+  model: ModelRow,
+): Promise<Reply> {
+  const items = await inference.benchmarkItems(input.benchmarkId);
+  if (!items) throw notFound(`benchmark ${input.benchmarkId}`);
+  if (items.length === 0) throw unprocessable(`benchmark ${input.benchmarkId} has no questions`);
+  const questions = items.map((item) => ({ item, prompt: inference.renderPrompt(item) }));
+  // A built-in benchmark keeps the price its catalogue entry quotes; a file benchmark's quote is its size.
+  const builtIn = findBenchmark(input.benchmarkId);
+  const price = builtIn
+    ? priceRun(BenchmarkPricingSchema.parse(builtIn.pricing), model.params)
+    : estimateRunCredits(questions, inference.creditsPer1kTokens);
+  await requireCredits(client, price);
+  const now = ctx.now();
+  const row = await insertRun(client, {
+    benchmarkId: input.benchmarkId,
+    modelId: model.id,
+    questionCount: items.length,
+    price,
+    seed: ctx.seed,
+    flipRate: 0,
+    willFail: false,
+    createdAt: now,
+    startsAt: now,
+    finishesAt: now,
+    durationMs: 0,
+    engine: inference.engine.label,
+    creditsPer1kTokens: inference.creditsPer1kTokens,
+  });
+  await insertRunQuestions(client, row.id, questions);
+  ctx.logger.info({ runId: row.id, benchmarkId: input.benchmarkId, modelId: model.id, price, engine: row.engine }, 'engine run launched');
+  return { status: 201, body: runToWire(row, ctx.publicUrl, now) };
 }
 
 export async function requireRun(ctx: SandboxContext, id: string): Promise<RunRow> {
@@ -238,6 +314,7 @@ export function buildDataset(
     if (run.status !== 'completed') {
       throw unprocessable(`run ${run.id} is ${run.status}; datasets are built from completed runs`);
     }
+    if (run.engine !== null) return buildEngineDataset(ctx, client, run, input);
     const benchmark = requireBenchmark(run.benchmark_id);
     const lineage = await loadLineage(client, run.model_id, ctx.lineages);
     const summary = summarizeRun(run.seed, benchmark, lineage, { runId: run.id, rerunFlipRate: run.flip_rate });
@@ -264,15 +341,117 @@ export function buildDataset(
   });
 }
 
+/**
+ * A dataset from a run on a real engine: its failed questions (stored score below the threshold)
+ * with their expected answers, split as a simulated run's, each trained-on question augmented in
+ * prompt variants; tokens counted in the run model's tokenizer.
+ */
+async function buildEngineDataset(
+  ctx: SandboxContext,
+  client: pg.PoolClient,
+  run: RunRow,
+  input: { runId: string; augmentation: number; heldOutFraction: number; seed: number },
+): Promise<Reply> {
+  const answers = await runAnsweredQuestions(client, run.id);
+  const unanswered = answers.filter((a) => a.score === null).length;
+  if (unanswered > 0) throw unprocessable(`run ${run.id} has ${unanswered} questions without a stored score`);
+  const failed = answers.filter((a) => a.score! < FAILED_SCORE_THRESHOLD);
+  if (failed.length === 0) throw unprocessable(`run ${run.id} has no failed questions`);
+  const split = splitFailures(
+    failed.map((a) => a.question_id),
+    input.heldOutFraction,
+    input.seed,
+    run.id,
+  );
+  if (split.trained.length === 0) throw unprocessable('the held-out fraction leaves no question to train on');
+  const byId = new Map(failed.map((a) => [a.question_id, a.item as BenchmarkItem]));
+  const examples = buildTrainingExamples(
+    split.trained.map((id) => byId.get(id)!),
+    input.augmentation,
+  );
+  const model = await getModel(client, run.model_id);
+  const tokenizer = model?.base_model_id ?? run.model_id;
+  let tokens = 0;
+  for (const example of examples) {
+    tokens += ctx.training
+      ? await ctx.training.countTokens(tokenizer, example.prompt + example.completion)
+      : Math.ceil(Buffer.byteLength(example.prompt + example.completion, 'utf8') / 3);
+  }
+  const row = await insertDataset(client, {
+    run_id: run.id,
+    benchmark_id: run.benchmark_id,
+    source_model_id: run.model_id,
+    augmentation: input.augmentation,
+    held_out_fraction: input.heldOutFraction,
+    seed: input.seed,
+    failed_question_count: failed.length,
+    trained_question_ids: split.trained,
+    held_out_question_ids: split.heldOut,
+    example_count: examples.length,
+    token_count: tokens,
+    created_at: ctx.now(),
+    examples,
+  });
+  return { status: 201, body: datasetToWire(row) };
+}
+
+/** The clear refusal when this platform cannot train `model` for real. */
+async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Promise<TrainingEngine> {
+  const engine = ctx.training;
+  const unavailable = (message: string) => new SandboxApiError(422, 'engine_unavailable', message);
+  if (!engine) throw unavailable(`model ${model.id} is served by ${model.engine}; this platform has no trainer configured`);
+  const available = await engine.trainer.availability();
+  if (!available.ok) {
+    const install = 'training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)';
+    throw unavailable(`${install}. ${available.reason}`);
+  }
+  const baseId = model.kind === 'base' ? model.id : model.base_model_id!;
+  if (engine.baseModelPath(baseId) === null) {
+    throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
+  }
+  return engine;
+}
+
+/** Price and duration of a real training: trained tokens x the configured rate, at the machine's expected speed. */
+export function quoteEngineTraining(
+  engine: TrainingEngine,
+  dataset: DatasetRow,
+  model: ModelRow,
+  epochs: number,
+): TrainingEstimateWire {
+  const trainedTokens = dataset.token_count * epochs;
+  const rate = engine.creditsPer1kTokens ?? trainingRate(model.params);
+  return {
+    dataset_id: dataset.id,
+    base_model_id: model.id,
+    epochs,
+    trained_tokens: trainedTokens,
+    credits_per_1k_tokens: rate,
+    price_credits: Math.max(0.01, roundCredits((trainedTokens / 1000) * rate)),
+    estimated_duration_seconds: Math.round((trainedTokens / Math.max(1, engine.tokensPerSecond)) * 100) / 100,
+    environment: 'sandbox',
+  };
+}
+
 async function trainingInputs(
   ctx: SandboxContext,
   db: pg.PoolClient | pg.Pool,
   input: { datasetId: string; baseModelId: string; epochs: number },
-): Promise<{ dataset: DatasetRow; model: ModelRow; quote: TrainingEstimateWire }> {
+): Promise<{ dataset: DatasetRow; model: ModelRow; quote: TrainingEstimateWire; engine?: TrainingEngine }> {
   const dataset = await getDataset(db, input.datasetId);
   if (!dataset) throw notFound(`dataset ${input.datasetId}`);
   const model = await requireModel(db, input.baseModelId);
-  return { dataset, model, quote: quoteTraining(dataset, model, input.epochs, ctx.timeScale) };
+  if (model.engine === null) {
+    if (dataset.examples !== null) {
+      throw unprocessable(`dataset ${dataset.id} comes from a real run; model ${model.id} is simulated`);
+    }
+    return { dataset, model, quote: quoteTraining(dataset, model, input.epochs, ctx.timeScale) };
+  }
+  const engine = await requireTrainingEngine(ctx, model);
+  if (dataset.examples === null) {
+    throw unprocessable(`dataset ${dataset.id} comes from a simulated run; model ${model.id} is trained for real`);
+  }
+  return { dataset, model, quote: quoteEngineTraining(engine, dataset, model, input.epochs), engine };
 }
 
 export async function estimateTraining(
@@ -289,9 +468,31 @@ export function launchTraining(
   key: string,
 ): Promise<Reply> {
   return withIdempotency(ctx, 'trainings', key, input, async (client) => {
-    const { dataset, model, quote } = await trainingInputs(ctx, client, input);
+    const { dataset, model, quote, engine } = await trainingInputs(ctx, client, input);
     await requireCredits(client, quote.price_credits);
     const now = ctx.now();
+    if (engine) {
+      const durationMs = quote.estimated_duration_seconds * 1000;
+      const row = await insertTraining(client, {
+        dataset_id: dataset.id,
+        base_model_id: model.id,
+        epochs: input.epochs,
+        trained_tokens: quote.trained_tokens,
+        price: quote.price_credits,
+        memorization: 0,
+        forgetting: 0,
+        generalization: 0,
+        will_fail: false,
+        created_at: now,
+        starts_at: now,
+        finishes_at: new Date(now.getTime() + durationMs),
+        duration_ms: durationMs,
+        trainer: engine.trainer.label,
+        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...engine.hyperparameters, epochs: input.epochs },
+      });
+      ctx.logger.info({ trainingId: row.id, datasetId: dataset.id, trainer: engine.trainer.label }, 'training launched');
+      return { status: 201, body: trainingToWire(row, ctx.publicUrl, now) };
+    }
     const willFail = ctx.random() < ctx.faults.trainingFailureRate;
     const durationMs = trainingDurationMs(quote.trained_tokens, ctx.timeScale);
     const startsAt = new Date(now.getTime() + queueDelayMs(ctx.timeScale));
@@ -317,7 +518,8 @@ export function launchTraining(
 
 // ---------------------------------------------------------------- completing due work
 
-async function enqueueEvent(
+/** Stores a signed-on-delivery platform event in the webhook outbox (with the configured faults). */
+export async function enqueueEvent(
   ctx: SandboxContext,
   client: pg.PoolClient,
   type: WebhookEventType,
@@ -379,7 +581,7 @@ async function advanceRun(ctx: SandboxContext, id: string, now: Date): Promise<v
   });
 }
 
-function fineTunedName(baseName: string, trainingId: string): string {
+export function fineTunedName(baseName: string, trainingId: string): string {
   const root = baseName.replace(/(-lora-\d+)+$/, '');
   return `${root}-lora-${trainingId.replace(/^tj_/, '')}`;
 }
@@ -434,6 +636,7 @@ export async function processDueWork(ctx: SandboxContext): Promise<void> {
   const now = ctx.now();
   for (const id of await dueRunIds(ctx.pool, now)) await advanceRun(ctx, id, now);
   for (const id of await dueTrainingIds(ctx.pool, now)) await advanceTraining(ctx, id, now);
+  await ctx.training?.supervisor.tick();
 }
 
 // ---------------------------------------------------------------- model search

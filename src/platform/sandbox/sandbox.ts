@@ -1,16 +1,34 @@
 // Starts the sandbox platform: Postgres-backed state, the HTTP API, the due-work ticker and the webhook sender.
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { createPgPool } from '../../store/pool.js';
 import { Agent } from 'undici';
 import { WebhookEndpointRequestSchema } from '../contract.js';
 import { generateWebhookSecret } from '../webhooks.js';
 import { createApiHandler, setWebhookUrl } from './api.js';
-import { DEFAULT_WEBHOOK_RETRY, SILENT_LOGGER, type SandboxContext, type SandboxLogger, type WebhookRetryPolicy } from './context.js';
+import {
+  DEFAULT_WEBHOOK_RETRY,
+  SILENT_LOGGER,
+  type SandboxContext,
+  type SandboxLogger,
+  type TrainingEngine,
+  type WebhookRetryPolicy,
+} from './context.js';
 import { resolveFaults, type SandboxFaults } from './faults.js';
-import { processDueWork } from './operations.js';
+import { loadLoraAdapter } from '../engines/lora-adapters.js';
+import { createTrainingSupervisor, type AdapterRegistration, type TrainingSupervisorOptions } from '../engines/training-supervisor.js';
+import { enqueueEvent, processDueWork } from './operations.js';
+import { startRunExecutor, type RunExecutor } from '../engines/run-executor.js';
+import type { PromptStyle } from '../engines/inference.js';
+import type { LoraHyperparameters } from '../engines/trainer.js';
+import type { RunItem } from './answers.js';
+import { catalogueItems, defaultRenderPrompt, defaultScoreAnswer, startInferenceEngine } from '../engines/engine-setup.js';
+import { createBenchmarkLibrary } from '../benchmarks/library.js';
+import { findBenchmark } from './catalogue.js';
 import { createRandom, hash32 } from './random.js';
 import { migrateSandboxSchema } from './schema.js';
 import { DEFAULT_SIMULATION, type SimulationSettings } from './simulator.js';
@@ -49,6 +67,93 @@ export interface SandboxOptions {
   logger?: SandboxLogger;
   /** How often due work and webhooks are processed. Default 100 ms. */
   tickIntervalMs?: number;
+  /** BENCHMARKS_DIR: `<id>.jsonl` benchmark files, served beside the built-in catalogue and uploads. */
+  benchmarksDir?: string;
+  /** Real LoRA training of the models a real engine serves; unset = they cannot be trained. */
+  training?: SandboxTrainingOptions;
+  /** Runs on a real inference engine; unset = runs are simulated. */
+  inference?: SandboxInferenceOptions;
+}
+
+export interface SandboxInferenceOptions {
+  /** An OpenAI-compatible endpoint root (`INFERENCE_URL`); unset = the embedded llama.cpp server over `modelsDir`. */
+  url?: string;
+  /** Sent as Bearer token to `url`. */
+  apiKey?: string;
+  /** Style for models the endpoint does not say have a chat template. Default chat. */
+  promptStyle?: PromptStyle;
+  /** GGUF models (and produced adapters) the embedded server serves. */
+  modelsDir?: string;
+  /** CPU threads of the embedded server. Default: the number of cores. */
+  threads?: number;
+  /** Questions in flight at once over all runs. Default 4. */
+  concurrency?: number;
+  /** Price of run tokens per 1,000. Default {@link DEFAULT_RUN_CREDITS_PER_1K_TOKENS}. */
+  creditsPer1kTokens?: number;
+  /** Per inference call. Default 120 s. */
+  timeoutMs?: number;
+  retries?: number;
+  retryBaseDelayMs?: number;
+  /** A benchmark's questions; default the built-in exact-match catalogue benchmarks. */
+  benchmarkItems?: (id: string) => Promise<RunItem[] | null>;
+  renderPrompt?: (item: RunItem) => string;
+  scoreAnswer?: (item: RunItem, output: string) => { extracted: string; score: number };
+  /** How often the executor looks for work when nothing wakes it. Default 500 ms. */
+  pollIntervalMs?: number;
+}
+
+export const DEFAULT_RUN_CREDITS_PER_1K_TOKENS = 0.1;
+
+export interface SandboxTrainingOptions
+  extends Omit<TrainingSupervisorOptions, 'registerAdapter' | 'baseModelPath'>,
+    Partial<Pick<TrainingSupervisorOptions, 'registerAdapter' | 'baseModelPath'>> {
+  /** Price per 1,000 trained tokens (dataset tokens x epochs); default by the base model's size. */
+  creditsPer1kTokens?: number;
+  /** Trained tokens per second expected on this machine, for the estimate. Default 500. */
+  tokensPerSecond?: number;
+  /** Tokens of `text` in the model's tokenizer; default the inference engine's count. */
+  countTokens?(modelId: string, text: string): Promise<number>;
+  /** LoRA hyperparameters over the trainer port's defaults; epochs come from each launch. */
+  hyperparameters?: Partial<LoraHyperparameters>;
+}
+
+/**
+ * The training defaults on a real inference engine: adapters are loaded into its endpoint, tokens
+ * counted by it, and a base model's GGUF file is `<modelsDir>/<model id>.gguf`.
+ */
+function trainingEngine(
+  ctx: SandboxContext,
+  training: SandboxTrainingOptions,
+  inference: SandboxInferenceOptions | undefined,
+  endpointUrl: string | undefined,
+): TrainingEngine {
+  const modelsDir = inference?.modelsDir;
+  const baseModelPath =
+    training.baseModelPath ??
+    ((id: string) => {
+      if (!modelsDir || id.includes('/') || id.includes('\\') || id.startsWith('.')) return null;
+      const file = path.join(modelsDir, `${id}.gguf`);
+      return fs.existsSync(file) ? file : null;
+    });
+  const registerAdapter =
+    training.registerAdapter ??
+    (async (adapter: AdapterRegistration) => {
+      if (!endpointUrl) throw new Error('no inference endpoint to load the adapter into');
+      await loadLoraAdapter({ baseUrl: endpointUrl, ...(inference?.apiKey ? { apiKey: inference.apiKey } : {}) }, adapter);
+    });
+  const countTokens =
+    training.countTokens ??
+    (async (modelId: string, text: string) =>
+      ctx.inference ? (await ctx.inference.engine.countTokens(modelId, text)).count : Math.ceil(Buffer.byteLength(text) / 3));
+  return {
+    trainer: training.trainer,
+    supervisor: createTrainingSupervisor(ctx, { ...training, baseModelPath, registerAdapter }),
+    creditsPer1kTokens: training.creditsPer1kTokens ?? null,
+    tokensPerSecond: training.tokensPerSecond ?? 500,
+    hyperparameters: training.hyperparameters ?? {},
+    baseModelPath,
+    countTokens,
+  };
 }
 
 export interface SandboxHandle {
@@ -56,6 +161,8 @@ export interface SandboxHandle {
   url: string;
   token: string;
   webhookSecret: string;
+  /** Label of the real inference engine runs go to (e.g. "llama.cpp, CPU, 2 threads"); null = simulated runs. */
+  engine: string | null;
   /** Replaces the fault settings; omitted faults are off. */
   setFaults(faults: Partial<SandboxFaults>): void;
   /** Sets (or with null clears) the webhook URL, as `PUT /api/v1/webhook-endpoint` does. */
@@ -105,6 +212,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
   const seed = options.seed ?? DEFAULT_SEED;
   const timeScale = options.timeScale ?? 1;
   if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
+  let engineCleanup: (() => Promise<void>) | undefined;
   const pool = createPgPool({ connectionString: options.databaseUrl, max: 8 }, (error) =>
     logger.error({ err: error }, 'sandbox database connection error'),
   );
@@ -136,7 +244,36 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       random: createRandom(hash32(seed, 'faults')),
       lineages: new Map(),
       now: () => new Date(),
+      benchmarks: createBenchmarkLibrary({ pool, ...(options.benchmarksDir ? { dir: options.benchmarksDir } : {}), isReserved: (id) => findBenchmark(id) !== undefined }),
     };
+    let executor: RunExecutor | undefined;
+    let endpointUrl: string | undefined;
+    if (options.inference) {
+      const engine = await startInferenceEngine(options.inference, logger);
+      engineCleanup = engine.close;
+      const inferenceOptions = options.inference;
+      const renderPrompt = inferenceOptions.renderPrompt ?? defaultRenderPrompt;
+      ctx.inference = {
+        engine: engine.inference,
+        creditsPer1kTokens: inferenceOptions.creditsPer1kTokens ?? DEFAULT_RUN_CREDITS_PER_1K_TOKENS,
+        benchmarkItems: inferenceOptions.benchmarkItems ?? (async (id) => (await ctx.benchmarks.items(id)) ?? catalogueItems(seed, id)),
+        renderPrompt,
+        wake: () => executor?.wake(),
+      };
+      executor = startRunExecutor({
+        pool,
+        inference: engine.inference,
+        concurrency: inferenceOptions.concurrency ?? 4,
+        scoreAnswer: inferenceOptions.scoreAnswer ?? defaultScoreAnswer,
+        emit: (client, type, runId, at) => enqueueEvent(ctx, client, type, runId, at),
+        logger,
+        now: () => ctx.now(),
+        ...(inferenceOptions.pollIntervalMs !== undefined ? { pollIntervalMs: inferenceOptions.pollIntervalMs } : {}),
+      });
+      logger.info({ engine: engine.inference.label }, 'runs go to a real inference engine');
+      endpointUrl = engine.url;
+    }
+    if (options.training) ctx.training = trainingEngine(ctx, options.training, options.inference, endpointUrl);
 
     const api = createApiHandler(ctx, token, stopping.signal);
     const server = http.createServer((request, response) => api.handle(request, response));
@@ -186,6 +323,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       url,
       token,
       webhookSecret,
+      engine: ctx.inference?.engine.label ?? null,
       setFaults(faults) {
         ctx.faults = resolveFaults(faults);
       },
@@ -203,6 +341,9 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
           server.closeAllConnections();
           await api.settle();
           await worker.idle();
+          await ctx.training?.supervisor.stop();
+          await executor?.stop();
+          await engineCleanup?.();
           await delivery.idle();
           await closed;
           await agent.close();
@@ -213,6 +354,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       },
     };
   } catch (error) {
+    await engineCleanup?.().catch(() => undefined);
     await pool.end().catch(() => undefined);
     throw error;
   }

@@ -1,5 +1,6 @@
 // The sandbox's own Postgres schema `sandbox`: ordered, idempotent migrations applied under an advisory lock.
 import type pg from 'pg';
+import { BENCHMARK_UPLOADS_DDL } from '../benchmarks/library.js';
 
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
@@ -118,6 +119,62 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       CREATE INDEX webhook_outbox_due ON sandbox.webhook_outbox (next_attempt_at) WHERE status = 'pending';
     `,
   },
+  {
+    // Runs on a real inference engine: the engine's label on runs and models (null = simulated),
+    // token totals, and one row per question holding its prompt, raw output, extracted answer and score.
+    version: 2,
+    sql: `
+      ALTER TABLE sandbox.models ADD COLUMN engine text;
+      ALTER TABLE sandbox.runs ADD COLUMN engine text;
+      ALTER TABLE sandbox.runs ADD COLUMN credits_per_1k_tokens numeric(14, 4);
+      ALTER TABLE sandbox.runs ADD COLUMN prompt_tokens bigint;
+      ALTER TABLE sandbox.runs ADD COLUMN completion_tokens bigint;
+      CREATE INDEX runs_engine_active ON sandbox.runs (seq) WHERE engine IS NOT NULL AND status IN ('queued', 'running');
+      CREATE TABLE sandbox.run_answers (
+        run_id text NOT NULL REFERENCES sandbox.runs (id),
+        position int NOT NULL,
+        question_id text NOT NULL,
+        category text NOT NULL,
+        question text NOT NULL,
+        expected_answer text NOT NULL,
+        item jsonb NOT NULL,
+        prompt text NOT NULL,
+        max_tokens int,
+        style text,
+        raw_output text,
+        extracted_answer text,
+        score double precision,
+        prompt_tokens int,
+        completion_tokens int,
+        finish_reason text,
+        answered_at timestamptz,
+        PRIMARY KEY (run_id, position),
+        UNIQUE (run_id, question_id)
+      );
+      CREATE INDEX run_answers_pending ON sandbox.run_answers (run_id, position) WHERE answered_at IS NULL;
+    `,
+  },
+  {
+    // Trainings on a real trainer: the trainer's label (null = simulated), the examples a dataset
+    // trains on, stored progress, the adapter produced, and the adapter a fine-tuned model serves.
+    version: 3,
+    sql: `
+      ALTER TABLE sandbox.datasets ADD COLUMN examples jsonb;
+      ALTER TABLE sandbox.trainings ADD COLUMN trainer text;
+      ALTER TABLE sandbox.trainings ADD COLUMN hyperparameters jsonb;
+      ALTER TABLE sandbox.trainings ADD COLUMN attempts int NOT NULL DEFAULT 0;
+      ALTER TABLE sandbox.trainings ADD COLUMN step int;
+      ALTER TABLE sandbox.trainings ADD COLUMN total_steps int;
+      ALTER TABLE sandbox.trainings ADD COLUMN loss double precision;
+      ALTER TABLE sandbox.trainings ADD COLUMN progress_at timestamptz;
+      ALTER TABLE sandbox.trainings ADD COLUMN estimated_finish_at timestamptz;
+      ALTER TABLE sandbox.trainings ADD COLUMN adapter_path text;
+      CREATE INDEX trainings_trainer_active ON sandbox.trainings (seq) WHERE trainer IS NOT NULL AND status IN ('queued', 'running');
+      ALTER TABLE sandbox.models ADD COLUMN adapter_path text;
+    `,
+  },
+  // Benchmarks uploaded through the API (src/platform/benchmarks/library.ts).
+  { version: 4, sql: BENCHMARK_UPLOADS_DDL },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */

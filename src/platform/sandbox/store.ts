@@ -8,6 +8,7 @@ import {
   type RunWire,
   type TrainingJobWire,
 } from '../contract.js';
+import type { LoraHyperparameters, TrainingExample } from '../engines/trainer.js';
 import { BASE_MODELS } from './catalogue.js';
 import type { ModelLineage } from './simulator.js';
 
@@ -102,10 +103,14 @@ export interface ModelRow {
   training_job_id: string | null;
   dataset_id: string | null;
   created_at: Date;
+  /** The GGUF LoRA adapter a fine-tuned model of a real trainer serves; null otherwise. */
+  adapter_path: string | null;
+  /** Label of the real inference engine serving it; null = simulated. */
+  engine: string | null;
 }
 
 const MODEL_COLUMNS = `id, name, kind, params::float8 AS params, size_label, ability, base_model_id, training_job_id,
-  dataset_id, created_at`;
+  dataset_id, created_at, adapter_path, engine`;
 
 export async function upsertBaseModels(db: Db): Promise<void> {
   for (const model of BASE_MODELS) {
@@ -131,12 +136,35 @@ export async function getModel(db: Db, id: string): Promise<ModelRow | null> {
 
 export async function insertFineTunedModel(
   db: Db,
-  model: { id: string; name: string; params: number; sizeLabel: string; baseModelId: string; trainingJobId: string; datasetId: string; createdAt: Date },
+  model: {
+    id: string;
+    name: string;
+    params: number;
+    sizeLabel: string;
+    baseModelId: string;
+    trainingJobId: string;
+    datasetId: string;
+    createdAt: Date;
+    adapterPath?: string | null;
+    engine?: string | null;
+  },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sandbox.models (id, name, kind, params, size_label, base_model_id, training_job_id, dataset_id, created_at)
-     VALUES ($1, $2, 'fine_tuned', $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-    [model.id, model.name, model.params, model.sizeLabel, model.baseModelId, model.trainingJobId, model.datasetId, model.createdAt],
+    `INSERT INTO sandbox.models (id, name, kind, params, size_label, base_model_id, training_job_id, dataset_id, created_at,
+                                 adapter_path, engine)
+     VALUES ($1, $2, 'fine_tuned', $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+    [
+      model.id,
+      model.name,
+      model.params,
+      model.sizeLabel,
+      model.baseModelId,
+      model.trainingJobId,
+      model.datasetId,
+      model.createdAt,
+      model.adapterPath ?? null,
+      model.engine ?? null,
+    ],
   );
 }
 
@@ -220,11 +248,24 @@ export interface RunRow {
   started_at: Date | null;
   finished_at: Date | null;
   error_message: string | null;
+  /** Label of the inference engine asking the questions; null = simulated. */
+  engine: string | null;
+  credits_per_1k_tokens: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  /** Questions whose answer is stored (real engines; 0 for simulated runs). */
+  answered: number;
+  /** When the last answer was stored. */
+  answered_at: Date | null;
 }
 
 const RUN_COLUMNS = `id, benchmark_id, model_id, status, question_count, price::float8 AS price,
   charged::float8 AS charged, score, category_scores, seed::float8 AS seed, flip_rate, will_fail, created_at,
-  starts_at, finishes_at, duration_ms, started_at, finished_at, error_message`;
+  starts_at, finishes_at, duration_ms, started_at, finished_at, error_message, engine,
+  credits_per_1k_tokens::float8 AS credits_per_1k_tokens, prompt_tokens::float8 AS prompt_tokens,
+  completion_tokens::float8 AS completion_tokens,
+  (SELECT count(*)::int FROM sandbox.run_answers a WHERE a.run_id = runs.id AND a.answered_at IS NOT NULL) AS answered,
+  (SELECT max(a.answered_at) FROM sandbox.run_answers a WHERE a.run_id = runs.id) AS answered_at`;
 
 export async function insertRun(
   db: Db,
@@ -240,12 +281,14 @@ export async function insertRun(
     startsAt: Date;
     finishesAt: Date;
     durationMs: number;
+    engine?: string | null;
+    creditsPer1kTokens?: number | null;
   },
 ): Promise<RunRow> {
   const result = await db.query<RunRow>(
     `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, seed, flip_rate, will_fail,
-                               created_at, starts_at, finishes_at, duration_ms)
-     VALUES ('run_' || nextval('sandbox.run_ids'), $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               created_at, starts_at, finishes_at, duration_ms, engine, credits_per_1k_tokens)
+     VALUES ('run_' || nextval('sandbox.run_ids'), $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      RETURNING ${RUN_COLUMNS}`,
     [
       run.benchmarkId,
@@ -259,6 +302,8 @@ export async function insertRun(
       run.startsAt,
       run.finishesAt,
       run.durationMs,
+      run.engine ?? null,
+      run.creditsPer1kTokens ?? null,
     ],
   );
   return result.rows[0]!;
@@ -270,7 +315,11 @@ export async function getRun(db: Db, id: string, lock: 'none' | 'skip-locked' = 
   return result.rows[0] ?? null;
 }
 
-export async function updateRun(db: Db, id: string, fields: Partial<Omit<RunRow, 'id'>>): Promise<void> {
+export async function updateRun(
+  db: Db,
+  id: string,
+  fields: Partial<Omit<RunRow, 'id' | 'answered' | 'answered_at'>>,
+): Promise<void> {
   const entries = Object.entries(fields);
   if (entries.length === 0) return;
   const sets = entries.map(([key], i) => `${key} = $${i + 2}`);
@@ -283,7 +332,8 @@ export async function updateRun(db: Db, id: string, fields: Partial<Omit<RunRow,
 export async function dueRunIds(db: Db, now: Date): Promise<string[]> {
   const result = await db.query<{ id: string }>(
     `SELECT id FROM sandbox.runs
-      WHERE (status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1)
+      WHERE engine IS NULL
+        AND ((status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1))
       ORDER BY seq LIMIT 100`,
     [now],
   );
@@ -298,8 +348,23 @@ export function runWebUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/runs/${encodeURIComponent(id)}`;
 }
 
-export function runToWire(row: RunRow, publicUrl: string): RunWire {
+/**
+ * When a run on a real engine should finish: its pace so far (elapsed since start over answered
+ * questions) times the questions left, from now. Null until the first answer is stored.
+ */
+function engineRunEta(row: RunRow, now: Date): Date | null {
+  if (row.started_at === null || row.answered === 0) return null;
+  const perQuestion = (Math.max(now.getTime(), row.answered_at?.getTime() ?? 0) - row.started_at.getTime()) / row.answered;
+  return new Date(now.getTime() + perQuestion * (row.question_count - row.answered));
+}
+
+/** The engine label on the wire: the engine's own, or `simulator` for the sandbox's simulated model. */
+export const SIMULATED_ENGINE = 'simulator';
+
+export function runToWire(row: RunRow, publicUrl: string, now: Date = new Date()): RunWire {
   const finished = row.status === 'completed' || row.status === 'failed';
+  const simulatedEta = new Date(row.starts_at.getTime() + row.duration_ms);
+  const eta = row.engine === null ? simulatedEta : engineRunEta(row, now);
   return {
     id: row.id,
     benchmark_id: row.benchmark_id,
@@ -313,10 +378,18 @@ export function runToWire(row: RunRow, publicUrl: string): RunWire {
     created_at: row.created_at.toISOString(),
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
-    estimated_finish_at: finished ? null : new Date(row.starts_at.getTime() + row.duration_ms).toISOString(),
+    estimated_finish_at: finished || eta === null ? null : eta.toISOString(),
     error_message: row.error_message,
     web_url: runWebUrl(publicUrl, row.id),
     environment: 'sandbox',
+    engine: row.engine ?? SIMULATED_ENGINE,
+    progress: {
+      done: row.engine === null ? (row.status === 'completed' ? row.question_count : 0) : row.answered,
+      total: row.question_count,
+    },
+    ...(row.engine === null
+      ? {}
+      : { prompt_tokens: row.prompt_tokens ?? null, completion_tokens: row.completion_tokens ?? null }),
   };
 }
 
@@ -336,17 +409,23 @@ export interface DatasetRow {
   example_count: number;
   token_count: number;
   created_at: Date;
+  /** The examples a real trainer trains on (null for a simulated run's dataset). */
+  examples: TrainingExample[] | null;
 }
 
 const DATASET_COLUMNS = `id, run_id, benchmark_id, source_model_id, augmentation, held_out_fraction,
   seed::float8 AS seed, failed_question_count, trained_question_ids, held_out_question_ids, example_count,
-  token_count::float8 AS token_count, created_at`;
+  token_count::float8 AS token_count, created_at, examples`;
 
-export async function insertDataset(db: Db, dataset: Omit<DatasetRow, 'id'>): Promise<DatasetRow> {
+export async function insertDataset(
+  db: Db,
+  dataset: Omit<DatasetRow, 'id' | 'examples'> & { examples?: TrainingExample[] | null },
+): Promise<DatasetRow> {
   const result = await db.query<DatasetRow>(
     `INSERT INTO sandbox.datasets (id, run_id, benchmark_id, source_model_id, augmentation, held_out_fraction, seed,
-        failed_question_count, trained_question_ids, held_out_question_ids, example_count, token_count, created_at)
-     VALUES ('ds_' || nextval('sandbox.dataset_ids'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        failed_question_count, trained_question_ids, held_out_question_ids, example_count, token_count, created_at,
+        examples)
+     VALUES ('ds_' || nextval('sandbox.dataset_ids'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      RETURNING ${DATASET_COLUMNS}`,
     [
       dataset.run_id,
@@ -361,6 +440,7 @@ export async function insertDataset(db: Db, dataset: Omit<DatasetRow, 'id'>): Pr
       dataset.example_count,
       dataset.token_count,
       dataset.created_at,
+      dataset.examples ? JSON.stringify(dataset.examples) : null,
     ],
   );
   return result.rows[0]!;
@@ -414,11 +494,23 @@ export interface TrainingRow {
   started_at: Date | null;
   finished_at: Date | null;
   error_message: string | null;
+  /** Label of the real trainer doing this training; null = simulated. */
+  trainer: string | null;
+  hyperparameters: LoraHyperparameters | null;
+  /** Times a trainer job was started for it (a rerun after a crash counts again). */
+  attempts: number;
+  step: number | null;
+  total_steps: number | null;
+  loss: number | null;
+  progress_at: Date | null;
+  estimated_finish_at: Date | null;
+  adapter_path: string | null;
 }
 
 const TRAINING_COLUMNS = `id, dataset_id, base_model_id, epochs, status, trained_tokens::float8 AS trained_tokens,
   price::float8 AS price, charged::float8 AS charged, produced_model_id, memorization, forgetting, generalization,
-  will_fail, created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, error_message`;
+  will_fail, created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, error_message, trainer,
+  hyperparameters, attempts, step, total_steps, loss, progress_at, estimated_finish_at, adapter_path`;
 
 export async function insertTraining(
   db: Db,
@@ -437,12 +529,14 @@ export async function insertTraining(
     | 'starts_at'
     | 'finishes_at'
     | 'duration_ms'
-  >,
+  > &
+    Partial<Pick<TrainingRow, 'trainer' | 'hyperparameters'>>,
 ): Promise<TrainingRow> {
   const result = await db.query<TrainingRow>(
     `INSERT INTO sandbox.trainings (id, dataset_id, base_model_id, epochs, status, trained_tokens, price, memorization,
-        forgetting, generalization, will_fail, created_at, starts_at, finishes_at, duration_ms)
-     VALUES ('tj_' || nextval('sandbox.training_ids'), $1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+        forgetting, generalization, will_fail, created_at, starts_at, finishes_at, duration_ms, trainer, hyperparameters)
+     VALUES ('tj_' || nextval('sandbox.training_ids'), $1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+             $14, $15)
      RETURNING ${TRAINING_COLUMNS}`,
     [
       training.dataset_id,
@@ -458,13 +552,19 @@ export async function insertTraining(
       training.starts_at,
       training.finishes_at,
       training.duration_ms,
+      training.trainer ?? null,
+      training.hyperparameters ? JSON.stringify(training.hyperparameters) : null,
     ],
   );
   return result.rows[0]!;
 }
 
-export async function getTraining(db: Db, id: string, lock: 'none' | 'skip-locked' = 'none'): Promise<TrainingRow | null> {
-  const suffix = lock === 'skip-locked' ? 'FOR UPDATE SKIP LOCKED' : '';
+export async function getTraining(
+  db: Db,
+  id: string,
+  lock: 'none' | 'skip-locked' | 'for-update' = 'none',
+): Promise<TrainingRow | null> {
+  const suffix = lock === 'skip-locked' ? 'FOR UPDATE SKIP LOCKED' : lock === 'for-update' ? 'FOR UPDATE' : '';
   const result = await db.query<TrainingRow>(
     `SELECT ${TRAINING_COLUMNS} FROM sandbox.trainings WHERE id = $1 ${suffix}`,
     [id],
@@ -476,15 +576,26 @@ export async function updateTraining(db: Db, id: string, fields: Partial<Omit<Tr
   const entries = Object.entries(fields);
   if (entries.length === 0) return;
   const sets = entries.map(([key], i) => `${key} = $${i + 2}`);
-  await db.query(`UPDATE sandbox.trainings SET ${sets.join(', ')} WHERE id = $1`, [id, ...entries.map(([, v]) => v)]);
+  const values = entries.map(([key, value]) => (key === 'hyperparameters' && value !== null ? JSON.stringify(value) : value));
+  await db.query(`UPDATE sandbox.trainings SET ${sets.join(', ')} WHERE id = $1`, [id, ...values]);
 }
 
+/** Simulated trainings that are due to start or finish (real ones are the training supervisor's). */
 export async function dueTrainingIds(db: Db, now: Date): Promise<string[]> {
   const result = await db.query<{ id: string }>(
     `SELECT id FROM sandbox.trainings
-      WHERE (status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1)
+      WHERE trainer IS NULL
+        AND ((status = 'queued' AND starts_at <= $1) OR (status = 'running' AND finishes_at <= $1))
       ORDER BY seq LIMIT 100`,
     [now],
+  );
+  return result.rows.map((r) => r.id);
+}
+
+/** Real trainings not finished yet, oldest first: what a training supervisor claims. */
+export async function activeTrainerTrainingIds(db: Db): Promise<string[]> {
+  const result = await db.query<{ id: string }>(
+    `SELECT id FROM sandbox.trainings WHERE trainer IS NOT NULL AND status IN ('queued', 'running') ORDER BY seq LIMIT 100`,
   );
   return result.rows.map((r) => r.id);
 }
@@ -493,9 +604,16 @@ export function trainingWebUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/trainings/${encodeURIComponent(id)}`;
 }
 
-/** Progress is elapsed over planned duration while running, 1 once completed. */
+/**
+ * 1 once completed. A real training reports the trainer's steps done over total steps; a simulated
+ * one elapsed over planned duration.
+ */
 export function trainingProgress(row: TrainingRow, now: Date): number {
   if (row.status === 'completed') return 1;
+  if (row.trainer !== null) {
+    if (row.step === null || !row.total_steps) return 0;
+    return Math.round(Math.min(0.99, Math.max(0, row.step / row.total_steps)) * 100) / 100;
+  }
   if (row.started_at === null) return 0;
   const end = row.finished_at ?? now;
   const ratio = (end.getTime() - row.started_at.getTime()) / Math.max(1, row.duration_ms);
@@ -518,10 +636,15 @@ export function trainingToWire(row: TrainingRow, publicUrl: string, now: Date): 
     created_at: row.created_at.toISOString(),
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
-    estimated_finish_at: finished ? null : new Date(row.starts_at.getTime() + row.duration_ms).toISOString(),
+    estimated_finish_at: finished
+      ? null
+      : (row.estimated_finish_at ?? new Date(row.starts_at.getTime() + row.duration_ms)).toISOString(),
     error_message: row.error_message,
     web_url: trainingWebUrl(publicUrl, row.id),
     environment: 'sandbox',
+    engine: row.trainer ?? 'simulator',
+    steps: row.trainer !== null && row.total_steps !== null ? { done: row.step ?? 0, total: row.total_steps } : null,
+    loss: row.loss,
   };
 }
 
@@ -545,4 +668,21 @@ export async function insertOutboxEvent(db: Db, event: OutboxInsert): Promise<vo
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [event.id, event.type, event.resourceId, event.body, event.status, event.copies, event.held, event.nextAttemptAt, event.createdAt],
   );
+}
+
+// ---------------------------------------------------------------- real runs, for datasets
+
+export interface AnsweredQuestionRow {
+  question_id: string;
+  item: unknown;
+  score: number | null;
+}
+
+/** A real run's questions in benchmark order with their benchmark item and score. */
+export async function runAnsweredQuestions(db: Db, runId: string): Promise<AnsweredQuestionRow[]> {
+  const result = await db.query<AnsweredQuestionRow>(
+    'SELECT question_id, item, score FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
+    [runId],
+  );
+  return result.rows;
 }

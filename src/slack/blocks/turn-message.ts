@@ -36,11 +36,18 @@ export function sandboxNote(): unknown {
   };
 }
 
+/** The note under a message about work a real engine did, naming it. */
+export function engineNote(engine: string): unknown {
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: `:gear: Engine: ${escapeMrkdwn(engine)}` }] };
+}
+
 export function buildTurnBlocks(input: {
   mentionUserId: string;
   text: string;
   attachments?: unknown[];
   sandbox?: boolean;
+  /** A real engine named instead of the sandbox note. */
+  engine?: string | null;
 }): MessagePayload {
   const text = withMention(input.mentionUserId, toMrkdwn(input.text.trim() || 'Done.', input.mentionUserId));
   const sections = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({
@@ -48,7 +55,8 @@ export function buildTurnBlocks(input: {
     text: { type: 'mrkdwn', text: chunk },
   }));
   const blocks = [...sections, ...(input.attachments ?? [])];
-  if (input.sandbox) blocks.push(sandboxNote());
+  if (input.engine) blocks.push(engineNote(input.engine));
+  else if (input.sandbox) blocks.push(sandboxNote());
   return { text: truncateMrkdwn(text, 3_000), blocks: capBlocks(blocks) };
 }
 

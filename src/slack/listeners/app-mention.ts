@@ -2,6 +2,7 @@
 import type { App } from '@slack/bolt';
 import { enqueueTrigger } from '../../store/triggers.js';
 import type { ListenerDeps } from './deps.js';
+import { sharedFiles } from '../../store/trigger-files.js';
 
 export function registerAppMention(app: App, deps: ListenerDeps): void {
   app.event('app_mention', async ({ event, body, context }) => {
@@ -9,6 +10,7 @@ export function registerAppMention(app: App, deps: ListenerDeps): void {
     const teamId = body.team_id ?? context.teamId ?? event.team;
     if (!teamId) return;
     const threadTs = event.thread_ts ?? event.ts;
+    const files = sharedFiles((event as { files?: unknown }).files);
     const result = await enqueueTrigger(
       deps.db,
       { create: true, channelId: event.channel, threadTs, ownerUserId: event.user },
@@ -17,7 +19,7 @@ export function registerAppMention(app: App, deps: ListenerDeps): void {
         kind: 'mention',
         dedupeKey: `msg:${event.channel}:${event.ts}`,
         userId: event.user,
-        payload: { text: event.text, ts: event.ts, eventId: body.event_id },
+        payload: { text: event.text, ts: event.ts, eventId: body.event_id, ...(files.length ? { files } : {}) },
       },
     );
     deps.logger.info(

@@ -2,6 +2,7 @@
 import type { App } from '@slack/bolt';
 import { enqueueTrigger } from '../../store/triggers.js';
 import type { ListenerDeps } from './deps.js';
+import { sharedFiles } from '../../store/trigger-files.js';
 
 const HANDLED_SUBTYPES = new Set([undefined, 'thread_broadcast', 'file_share']);
 
@@ -15,6 +16,7 @@ export function registerThreadMessage(app: App, deps: ListenerDeps): void {
       ts: string;
       thread_ts?: string;
       channel: string;
+      files?: unknown;
     };
     if (!HANDLED_SUBTYPES.has(message.subtype)) return;
     if (!message.user || message.bot_id || !message.thread_ts) return;
@@ -23,6 +25,7 @@ export function registerThreadMessage(app: App, deps: ListenerDeps): void {
     }
     const teamId = body.team_id ?? context.teamId;
     if (!teamId) return;
+    const files = sharedFiles(message.files);
     const result = await enqueueTrigger(
       deps.db,
       { create: false, channelId: message.channel, threadTs: message.thread_ts },
@@ -31,7 +34,7 @@ export function registerThreadMessage(app: App, deps: ListenerDeps): void {
         kind: 'reply',
         dedupeKey: `msg:${message.channel}:${message.ts}`,
         userId: message.user,
-        payload: { text: message.text ?? '', ts: message.ts, eventId: body.event_id },
+        payload: { text: message.text ?? '', ts: message.ts, eventId: body.event_id, ...(files.length ? { files } : {}) },
       },
     );
     if (result) deps.logger.info({ eventId: body.event_id, teamId, triggerId: result.triggerId }, 'thread reply stored');

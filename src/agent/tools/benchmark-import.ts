@@ -1,0 +1,135 @@
+// benchmark-import: a benchmark file shared in the thread, downloaded from Slack with the bot token and uploaded to the platform.
+import { createHash } from 'node:crypto';
+import { request } from 'undici';
+import { z } from 'zod';
+import { isPlatformError } from '../../platform/errors.js';
+import type { Trigger } from '../../store/tables.js';
+import { triggerFiles, type SharedFile } from '../../store/trigger-files.js';
+import { defineTool, ToolError, type ToolContext } from './tool.js';
+
+/** Largest benchmark file imported from Slack (the platform accepts uploads up to 10 MB). */
+export const MAX_IMPORT_BYTES = 10_000_000;
+const DOWNLOAD_TIMEOUT_MS = 30_000;
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** A benchmark id from a file name: `My Stories (v2).jsonl` -> `My-Stories-v2`. */
+export function benchmarkIdFromFileName(name: string): string {
+  const stem = name.replace(/\.(jsonl|ndjson|json|txt)$/i, '');
+  const slug = stem
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .replace(/-+$/, '')
+    .slice(0, 80);
+  return slug === '' ? 'benchmark' : slug;
+}
+
+/**
+ * Hosts the bot token may be sent to: Slack's file hosts, and the host of a configured
+ * `SLACK_API_URL` (a Slack-compatible gateway serves its files too).
+ */
+function allowedHost(url: URL, ctx: ToolContext): boolean {
+  if (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))) return true;
+  const api = ctx.config.slack.apiUrl;
+  return api !== undefined && new URL(api).host === url.host;
+}
+
+/** The shared files of this thread's messages, newest first. */
+async function threadFiles(ctx: ToolContext): Promise<SharedFile[]> {
+  const triggers = await ctx.db
+    .selectFrom('triggers')
+    .select(['payload'])
+    .where('team_id', '=', ctx.chat.team_id)
+    .where('chat_id', '=', ctx.chat.id)
+    .where('kind', 'in', ['mention', 'reply'])
+    .orderBy('id', 'desc')
+    .execute();
+  return triggers.flatMap((t) => triggerFiles(t as Pick<Trigger, 'payload'>));
+}
+
+async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
+  if (file.size > MAX_IMPORT_BYTES) {
+    throw new ToolError(`The file "${file.name}" is ${file.size} bytes; benchmark files up to ${MAX_IMPORT_BYTES} bytes are imported.`);
+  }
+  let url: URL;
+  try {
+    url = new URL(file.url_private_download);
+  } catch {
+    throw new ToolError(`Slack gave no usable download link for "${file.name}".`);
+  }
+  if (!allowedHost(url, ctx)) throw new ToolError(`The download link of "${file.name}" is not on Slack (${url.host}); it was not fetched.`);
+  let response;
+  try {
+    response = await request(url, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${ctx.config.slack.botToken}` },
+      signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS),
+    });
+  } catch (error) {
+    throw new ToolError(`Downloading "${file.name}" from Slack failed: ${(error as Error).message}. Ask the person to share it again.`);
+  }
+  const type = String(response.headers['content-type'] ?? '');
+  if (response.statusCode !== 200 || type.startsWith('text/html')) {
+    await response.body.dump();
+    const why = response.statusCode === 200 ? 'Slack answered with its sign-in page (the app needs the files:read scope, and the file must be shared where the bot is)' : `Slack answered HTTP ${response.statusCode}`;
+    throw new ToolError(`Could not download "${file.name}": ${why}.`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response.body) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_IMPORT_BYTES) {
+      response.body.destroy();
+      throw new ToolError(`The file "${file.name}" is over ${MAX_IMPORT_BYTES} bytes; benchmark files up to that size are imported.`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new ToolError(`The file "${file.name}" is not UTF-8 text; a benchmark file is JSONL text, one JSON object a line.`);
+  }
+}
+
+export const benchmarkImport = defineTool({
+  name: 'benchmark-import',
+  description:
+    'Make a benchmark of a JSONL file someone shared in this thread (one JSON object a line: id, question, answer; optional category, choices, scorer exact|numeric|choice|contains|regex, max_tokens). ' +
+    'Give the file id from the message. Returns the benchmark id to launch runs with; a bad file is refused whole and the error names each bad line and field, to tell the person.',
+  input: z.object({
+    fileId: z.string().min(1).describe('The file id shown with the shared file, e.g. F0123ABC'),
+    benchmarkId: z.string().regex(ID_PATTERN).optional().describe('Benchmark id to store it under; default from the file name'),
+  }),
+  run: async ({ fileId, benchmarkId }, ctx) => {
+    const files = await threadFiles(ctx);
+    const file = files.find((f) => f.id === fileId);
+    if (!file) {
+      const known = files.map((f) => `${f.id} "${f.name}"`).join(', ');
+      throw new ToolError(`No file ${fileId} was shared in this thread.${known ? ` Shared here: ${known}.` : ' Ask the person to share the file in this thread.'}`);
+    }
+    const content = await download(file, ctx);
+    const base = benchmarkId ?? benchmarkIdFromFileName(file.name);
+    const upload = (id: string) => ctx.platform.uploadBenchmark({ id, fileName: file.name, content });
+    let benchmark;
+    try {
+      benchmark = await upload(base);
+    } catch (error) {
+      if (!isPlatformError(error) || error.status !== 409 || benchmarkId !== undefined) {
+        if (isPlatformError(error) && error.code === 'invalid_request') throw new ToolError(error.message.replace(/^POST \S+: /, ''));
+        throw error;
+      }
+      // The name is taken by other questions: this file's content picks a stable id of its own.
+      const digest = createHash('sha256').update(content).digest('hex').slice(0, 8);
+      benchmark = await upload(`${base.slice(0, 90)}-${digest}`);
+    }
+    ctx.logger.info({ benchmarkId: benchmark.id, fileId, questions: benchmark.questionCount }, 'benchmark imported from a shared file');
+    return {
+      content: JSON.stringify({
+        benchmarkId: benchmark.id,
+        file: file.name,
+        questions: benchmark.questionCount,
+        categories: benchmark.categories.map((c) => `${c.name} (${c.questionCount})`),
+        pricing: benchmark.pricing,
+      }),
+    };
+  },
+});

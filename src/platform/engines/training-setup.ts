@@ -1,0 +1,33 @@
+// Real training from configuration: the bundled PyTorch trainer, adapters beside the models, prices and speed as configured.
+import path from 'node:path';
+import type { EngineConfig } from '../../config.js';
+import type { SandboxLogger } from '../sandbox/context.js';
+import type { SandboxTrainingOptions } from '../sandbox/sandbox.js';
+import { createPytorchTrainer } from './pytorch-trainer.js';
+
+/**
+ * Training options for the platform when a real engine is configured (`MODELS_DIR` or
+ * `INFERENCE_URL`), else undefined. Adapters go to `MODELS_DIR/adapters` (or `DATA_DIR/adapters`
+ * without a models folder); trainer work folders to `DATA_DIR/training`.
+ */
+export function trainingFromConfig(
+  engines: EngineConfig,
+  dataDir: string,
+  logger: SandboxLogger,
+): SandboxTrainingOptions | undefined {
+  if (!engines.inferenceUrl && !engines.modelsDir) return undefined;
+  const root = path.resolve(dataDir);
+  return {
+    trainer: createPytorchTrainer({
+      ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
+      threads: engines.threads,
+      logger,
+    }),
+    adaptersDir: engines.modelsDir ? path.join(engines.modelsDir, 'adapters') : path.join(root, 'adapters'),
+    workDir: path.join(root, 'training'),
+    threads: engines.threads,
+    creditsPer1kTokens: engines.trainingCreditsPer1kTokens,
+    tokensPerSecond: engines.trainingTokensPerSecond,
+    ...(engines.trainingLearningRate !== undefined ? { hyperparameters: { learningRate: engines.trainingLearningRate } } : {}),
+  };
+}

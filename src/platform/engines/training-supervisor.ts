@@ -1,0 +1,327 @@
+// Supervises real LoRA trainings: one trainer job per training under a Postgres advisory lock, progress stored, reruns after a crash, completion once.
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import type { SandboxContext, SandboxLogger } from '../sandbox/context.js';
+import { enqueueEvent, fineTunedName } from '../sandbox/operations.js';
+import {
+  chargeAccount,
+  getDataset,
+  getModel,
+  getTraining,
+  activeTrainerTrainingIds,
+  insertFineTunedModel,
+  updateTraining,
+  withTransaction,
+  type TrainingRow,
+} from '../sandbox/store.js';
+import { DEFAULT_LORA_HYPERPARAMETERS, type Trainer, type TrainerEvent, type TrainerJob } from './trainer.js';
+
+/** A produced adapter as the inference endpoint is told about it (vLLM's runtime LoRA loading). */
+export interface AdapterRegistration {
+  /** The served name: the fine-tuned model's id; a run on that model asks for this name. */
+  name: string;
+  path: string;
+  /** The base model's id on the endpoint. */
+  baseModelId: string;
+}
+
+export interface TrainingSupervisorOptions {
+  trainer: Trainer;
+  /** Folder the produced GGUF adapters are written to, one `<training id>.gguf` each. */
+  adaptersDir: string;
+  /** Folder of the per-training work folders (dataset JSONL, the trainer's own files). */
+  workDir: string;
+  threads: number;
+  /** Absolute path of a base model's GGUF file, or null when this machine has none. */
+  baseModelPath(modelId: string): string | null;
+  /** Makes the adapter servable before any run can ask for it; must be idempotent. */
+  registerAdapter(adapter: AdapterRegistration): Promise<void>;
+  /** Trainings this process trains at once (they share the CPU). Default 1. */
+  maxConcurrent?: number;
+  /** Least interval between two progress writes of one training. Default 500 ms. */
+  progressIntervalMs?: number;
+  /** A training whose trainer was started this many times without finishing fails. Default 3. */
+  maxAttempts?: number;
+}
+
+export interface TrainingSupervisor {
+  readonly trainerLabel: string;
+  /** Claims and starts every unfinished real training no process is training; returns at once. */
+  tick(): Promise<void>;
+  /** Ids of the trainings this process is training now. */
+  active(): string[];
+  /** Resolves when every training this process started has settled (completed, failed or handed back). */
+  idle(): Promise<void>;
+  /** Cancels this process's trainer jobs and releases their locks; the trainings stay running for a rerun. */
+  stop(): Promise<void>;
+}
+
+const LOCK_SQL = `hashtext('verdict-bot:training'), hashtext($1)`;
+
+function adapterFile(options: TrainingSupervisorOptions, trainingId: string): string {
+  return path.join(options.adaptersDir, `${trainingId}.gguf`);
+}
+
+async function nonEmptyFile(file: string): Promise<boolean> {
+  const info = await stat(file).catch(() => null);
+  return info !== null && info.isFile() && info.size > 0;
+}
+
+/**
+ * Real trainings are durable jobs: the training row is the job, keyed by the training id. A
+ * process trains one only while it holds that training's session advisory lock on a dedicated
+ * connection, so two platform processes on one Postgres never run two trainer jobs for it; a
+ * killed process loses its connection, Postgres releases the lock, and the next tick of any
+ * process reruns the training (an adapter already written is taken as is). Completion (the
+ * fine-tuned model, the charge and the signed `training.completed` event) is one transaction that
+ * happens at most once.
+ */
+export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingSupervisorOptions): TrainingSupervisor {
+  const logger: SandboxLogger = ctx.logger;
+  const maxConcurrent = options.maxConcurrent ?? 1;
+  const progressIntervalMs = options.progressIntervalMs ?? 500;
+  const maxAttempts = options.maxAttempts ?? 3;
+  const running = new Map<string, { job: TrainerJob | null; settled: Promise<void> }>();
+  let stopping = false;
+  let ticking: Promise<void> | null = null;
+  let restored = false;
+
+  /** Serves every adapter trained here again (an embedded endpoint starts empty after a restart). */
+  async function restoreAdapters(): Promise<void> {
+    const result = await ctx.pool.query<{ id: string; adapter_path: string; base_model_id: string }>(
+      `SELECT id, adapter_path, base_model_id FROM sandbox.models
+        WHERE kind = 'fine_tuned' AND adapter_path IS NOT NULL ORDER BY created_at, id`,
+    );
+    for (const model of result.rows) {
+      if (!(await nonEmptyFile(model.adapter_path))) {
+        logger.warn({ modelId: model.id, adapterPath: model.adapter_path }, 'adapter file of a trained model is missing');
+        continue;
+      }
+      await options.registerAdapter({ name: model.id, path: model.adapter_path, baseModelId: model.base_model_id });
+    }
+    restored = true;
+  }
+
+  async function claim(id: string): Promise<pg.PoolClient | null> {
+    const client = await ctx.pool.connect();
+    try {
+      const locked = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_SQL}) AS ok`, [id]);
+      if (locked.rows[0]!.ok) return client;
+    } catch (error) {
+      client.release(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    client.release();
+    return null;
+  }
+
+  async function unlock(client: pg.PoolClient, id: string, broken: boolean): Promise<void> {
+    if (broken) {
+      client.release(new Error('connection lost while training'));
+      return;
+    }
+    try {
+      await client.query(`SELECT pg_advisory_unlock(${LOCK_SQL})`, [id]);
+      client.release();
+    } catch (error) {
+      client.release(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  async function fail(id: string, message: string): Promise<void> {
+    await withTransaction(ctx.pool, async (client) => {
+      const training = await getTraining(client, id, 'for-update');
+      if (!training || (training.status !== 'queued' && training.status !== 'running')) return;
+      const now = ctx.now();
+      await updateTraining(client, id, { status: 'failed', charged: 0, finished_at: now, error_message: message });
+      await enqueueEvent(ctx, client, 'training.failed', id, now);
+    });
+    logger.info({ trainingId: id, message }, 'training failed');
+  }
+
+  async function complete(training: TrainingRow, adapterPath: string, finalLoss: number | null): Promise<void> {
+    const base = await getModel(ctx.pool, training.base_model_id);
+    if (!base) throw new Error(`base model ${training.base_model_id} of training ${training.id} is missing`);
+    const name = fineTunedName(base.name, training.id);
+    const modelId = `ft/${name}`;
+    // Served before it exists: no run can name the model before the endpoint has its adapter.
+    await options.registerAdapter({ name: modelId, path: adapterPath, baseModelId: base.id });
+    const completed = await withTransaction(ctx.pool, async (client) => {
+      const current = await getTraining(client, training.id, 'for-update');
+      if (!current || (current.status !== 'queued' && current.status !== 'running')) return false;
+      const now = ctx.now();
+      await insertFineTunedModel(client, {
+        id: modelId,
+        name,
+        params: base.params,
+        sizeLabel: base.size_label,
+        baseModelId: base.id,
+        trainingJobId: training.id,
+        datasetId: training.dataset_id,
+        createdAt: now,
+        adapterPath,
+        engine: base.engine ?? null,
+      });
+      await updateTraining(client, training.id, {
+        status: 'completed',
+        charged: training.price,
+        produced_model_id: modelId,
+        adapter_path: adapterPath,
+        finished_at: now,
+        progress_at: now,
+        step: current.total_steps ?? current.step,
+        ...(finalLoss !== null ? { loss: finalLoss } : {}),
+      });
+      await chargeAccount(client, training.price);
+      await enqueueEvent(ctx, client, 'training.completed', training.id, now);
+      return true;
+    });
+    if (completed) logger.info({ trainingId: training.id, modelId, adapterPath, charged: training.price }, 'training completed');
+  }
+
+  function progressWriter(id: string, startedAt: number): (event: Extract<TrainerEvent, { type: 'progress' }>) => void {
+    let lastWrite = 0;
+    let writing: Promise<void> = Promise.resolve();
+    return (event) => {
+      const now = Date.now();
+      const last = event.step >= event.totalSteps;
+      if (!last && now - lastWrite < progressIntervalMs) return;
+      lastWrite = now;
+      const elapsed = now - startedAt;
+      const remainingMs = event.step > 0 ? (elapsed / event.step) * Math.max(0, event.totalSteps - event.step) : null;
+      writing = writing
+        .then(() =>
+          updateTraining(ctx.pool, id, {
+            step: event.step,
+            total_steps: event.totalSteps,
+            loss: Number.isFinite(event.loss) ? event.loss : null,
+            progress_at: new Date(now),
+            ...(remainingMs !== null ? { estimated_finish_at: new Date(now + remainingMs) } : {}),
+          }),
+        )
+        .catch((error: unknown) => logger.warn({ err: error, trainingId: id }, 'training progress not stored'));
+    };
+  }
+
+  async function train(id: string, lock: pg.PoolClient): Promise<void> {
+    let lost = false;
+    const onLost = () => {
+      lost = true;
+      const active = running.get(id);
+      logger.error({ trainingId: id }, 'training lock connection lost; stopping its trainer job');
+      void active?.job?.cancel();
+    };
+    lock.on('error', onLost);
+    try {
+      const training = await getTraining(ctx.pool, id);
+      if (!training || (training.status !== 'queued' && training.status !== 'running')) return;
+      const adapterPath = adapterFile(options, id);
+      if (await nonEmptyFile(adapterPath)) {
+        // Written (atomically) by an earlier attempt that died before completing the training.
+        await complete(training, adapterPath, training.loss);
+        return;
+      }
+      if (training.attempts >= maxAttempts) {
+        await fail(id, `the trainer was started ${training.attempts} times without finishing; not trying again`);
+        return;
+      }
+      const baseModelPath = options.baseModelPath(training.base_model_id);
+      if (baseModelPath === null) {
+        await fail(id, `the GGUF file of base model ${training.base_model_id} is not on this machine; training needs it`);
+        return;
+      }
+      const dataset = await getDataset(ctx.pool, training.dataset_id);
+      if (!dataset?.examples || dataset.examples.length === 0) {
+        await fail(id, `dataset ${training.dataset_id} has no training examples`);
+        return;
+      }
+      const workDir = path.join(options.workDir, id);
+      await mkdir(workDir, { recursive: true });
+      await mkdir(options.adaptersDir, { recursive: true });
+      const datasetPath = path.join(workDir, 'dataset.jsonl');
+      await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion })).join('\n') + '\n');
+
+      const startedAt = ctx.now();
+      await updateTraining(ctx.pool, id, {
+        status: 'running',
+        started_at: training.started_at ?? startedAt,
+        attempts: training.attempts + 1,
+        error_message: null,
+      });
+      logger.info({ trainingId: id, attempt: training.attempts + 1, trainer: options.trainer.label }, 'training started');
+      const onProgress = progressWriter(id, startedAt.getTime());
+      const job = await options.trainer.start(
+        {
+          jobId: id,
+          baseModelPath,
+          datasetPath,
+          adapterPath,
+          workDir,
+          hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...training.hyperparameters, epochs: training.epochs },
+          threads: options.threads,
+        },
+        (event) => {
+          if (event.type === 'progress') onProgress(event);
+        },
+      );
+      const entry = running.get(id);
+      if (entry) entry.job = job;
+      if (stopping || lost) await job.cancel();
+      const outcome = await job.done;
+      if (stopping || lost) {
+        logger.info({ trainingId: id }, 'training handed back for a rerun');
+        return;
+      }
+      if (outcome.type === 'failed') {
+        await fail(id, `the trainer failed: ${outcome.message}`);
+        return;
+      }
+      await complete((await getTraining(ctx.pool, id)) ?? training, outcome.adapterPath, outcome.metrics.finalLoss);
+    } finally {
+      lock.off('error', onLost);
+      await unlock(lock, id, lost);
+    }
+  }
+
+  async function claimDue(): Promise<void> {
+    if (!restored) {
+      await restoreAdapters().catch((error: unknown) =>
+        logger.warn({ err: error }, 'trained adapters not served yet; retried on the next tick'),
+      );
+    }
+    for (const id of await activeTrainerTrainingIds(ctx.pool)) {
+      if (stopping || running.size >= maxConcurrent) return;
+      if (running.has(id)) continue;
+      const lock = await claim(id);
+      if (!lock) continue;
+      const entry: { job: TrainerJob | null; settled: Promise<void> } = { job: null, settled: Promise.resolve() };
+      running.set(id, entry);
+      entry.settled = train(id, lock)
+        .catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'training supervision failed; retried on a later tick'))
+        .finally(() => running.delete(id));
+    }
+  }
+
+  return {
+    trainerLabel: options.trainer.label,
+    tick() {
+      if (stopping) return Promise.resolve();
+      ticking ??= claimDue().finally(() => {
+        ticking = null;
+      });
+      return ticking;
+    },
+    active: () => [...running.keys()],
+    async idle() {
+      await ticking;
+      await Promise.all([...running.values()].map((entry) => entry.settled));
+    },
+    async stop() {
+      stopping = true;
+      await ticking;
+      await Promise.all([...running.values()].map((entry) => entry.job?.cancel()));
+      await Promise.all([...running.values()].map((entry) => entry.settled));
+    },
+  };
+}

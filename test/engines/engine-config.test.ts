@@ -1,0 +1,52 @@
+// Engine configuration: defaults, one clear message naming a bad variable, and which engine runs go to.
+import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, loadEngineConfig } from '../../src/config.js';
+import { inferenceFromConfig } from '../../src/platform/engines/engine-setup.js';
+
+const base = { SLACK_BOT_TOKEN: 'xoxb-test-token', SLACK_SIGNING_SECRET: 'signing-secret', ANTHROPIC_API_KEY: 'test-api-key' };
+
+function messageOf(env: Record<string, string>): string {
+  try {
+    loadConfig({ ...base, ...env });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a configuration error');
+}
+
+describe('engine configuration', () => {
+  it('defaults to simulated runs, the cores as threads, 4 questions in flight, chat style', () => {
+    const { engines } = loadConfig(base);
+    expect(engines).toMatchObject({
+      modelsDir: undefined,
+      inferenceUrl: undefined,
+      promptStyle: 'chat',
+      threads: os.availableParallelism(),
+      concurrency: 4,
+      timeoutMs: 120_000,
+      runCreditsPer1kTokens: 0.1,
+    });
+    expect(inferenceFromConfig(engines)).toBeUndefined();
+  });
+
+  it('sends runs to INFERENCE_URL when set, else to the embedded server over MODELS_DIR', () => {
+    const dir = os.tmpdir();
+    const both = loadConfig({ ...base, MODELS_DIR: dir, INFERENCE_URL: 'http://127.0.0.1:8000/v1', INFERENCE_API_KEY: 'sk-x', ENGINE_THREADS: '2', INFERENCE_CONCURRENCY: '3', INFERENCE_PROMPT_STYLE: 'completion' });
+    expect(inferenceFromConfig(both.engines)).toMatchObject({ url: 'http://127.0.0.1:8000/v1', apiKey: 'sk-x', promptStyle: 'completion', concurrency: 3, threads: 2 });
+    const embedded = loadConfig({ ...base, MODELS_DIR: dir });
+    expect(inferenceFromConfig(embedded.engines)).toMatchObject({ modelsDir: dir });
+    expect(inferenceFromConfig(embedded.engines)).not.toHaveProperty('url');
+  });
+
+  it('stops with one line naming the variable', () => {
+    expect(messageOf({ MODELS_DIR: '/no/such/folder' })).toBe('Configuration error: MODELS_DIR must be an existing folder of GGUF model files');
+    expect(messageOf({ INFERENCE_URL: 'not a url' })).toMatch(/^Configuration error: INFERENCE_URL must be an absolute URL/);
+    expect(messageOf({ INFERENCE_PROMPT_STYLE: 'poem' })).toMatch(/^Configuration error: INFERENCE_PROMPT_STYLE must be chat or completion/);
+    expect(messageOf({ INFERENCE_CONCURRENCY: '0' })).toBe('Configuration error: INFERENCE_CONCURRENCY must be at least 1');
+    expect(messageOf({ ENGINE_THREADS: 'two' })).toMatch(/^Configuration error: ENGINE_THREADS must be a non-negative integer/);
+    expect(messageOf({ INFERENCE_API_KEY: 'sk-x' })).toMatch(/^Configuration error: INFERENCE_API_KEY is set but INFERENCE_URL is not/);
+    expect(() => loadEngineConfig({ INFERENCE_API_KEY: 'sk-x' })).toThrow(/INFERENCE_API_KEY is set but INFERENCE_URL is not/);
+  });
+});

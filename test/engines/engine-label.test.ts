@@ -1,0 +1,25 @@
+// Messages about work a real engine did name the engine where they said "sandbox".
+import { describe, expect, it } from 'vitest';
+import { sandboxNote } from '../../src/agent/tools/shared.js';
+import type { ToolContext } from '../../src/agent/tools/tool.js';
+import { buildTurnBlocks } from '../../src/slack/blocks/turn-message.js';
+
+const ctx = (sandbox: boolean, engine: string | null) => ({ sandbox, engine }) as unknown as ToolContext;
+
+describe('engine label in messages', () => {
+  it('a launch report names the engine of the run or training, else the configured one, else the sandbox', () => {
+    expect(sandboxNote(ctx(false, 'llama.cpp, CPU, 2 threads'), 'llama.cpp, CPU, 2 threads')).toBe(' (engine: llama.cpp, CPU, 2 threads)');
+    expect(sandboxNote(ctx(false, 'llama.cpp, CPU, 2 threads'), 'PyTorch LoRA, CPU, 2 threads')).toBe(' (engine: PyTorch LoRA, CPU, 2 threads)');
+    expect(sandboxNote(ctx(false, 'llama.cpp, CPU, 2 threads'), null)).toBe(' (engine: llama.cpp, CPU, 2 threads)');
+    expect(sandboxNote(ctx(true, null), 'simulator')).toBe(' (sandbox platform: simulated, no real GPU)');
+    expect(sandboxNote(ctx(false, null), null)).toBe('');
+  });
+
+  it('the post carries an engine note instead of the sandbox note', () => {
+    const real = JSON.stringify(buildTurnBlocks({ mentionUserId: 'U1', text: 'Launched.', sandbox: false, engine: 'llama.cpp, CPU, 2 threads' }).blocks);
+    expect(real).toContain(':gear: Engine: llama.cpp, CPU, 2 threads');
+    expect(real).not.toMatch(/sandbox/i);
+    const simulated = JSON.stringify(buildTurnBlocks({ mentionUserId: 'U1', text: 'Launched.', sandbox: true }).blocks);
+    expect(simulated).toContain('Sandbox platform: simulated');
+  });
+});

@@ -1,0 +1,318 @@
+// The training supervisor through the platform API: a real training is a durable job, trained once per launch, rerun after a crash, completed once.
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isPlatformError } from '../../src/platform/errors.js';
+import type { AdapterRegistration } from '../../src/platform/engines/training-supervisor.js';
+import type { Trainer } from '../../src/platform/engines/trainer.js';
+import { createHttpPlatform } from '../../src/platform/http-client.js';
+import type { Platform } from '../../src/platform/platform.js';
+import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
+import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receiver, type TestSandbox } from '../platform/helpers.js';
+import { testTrainer } from './fixtures/test-trainer.js';
+
+const ENGINE = 'test engine, CPU';
+const BASE = 'tiny-stories';
+
+interface Setup {
+  databaseUrl: string;
+  dir: string;
+  registrations: AdapterRegistration[];
+  modelRowsAtRegistration: number[];
+}
+
+function trainingOptions(setup: Setup, trainer: Trainer): SandboxTrainingOptions {
+  return {
+    trainer,
+    adaptersDir: path.join(setup.dir, 'adapters'),
+    workDir: path.join(setup.dir, 'training'),
+    threads: 1,
+    progressIntervalMs: 0,
+    creditsPer1kTokens: 2,
+    tokensPerSecond: 1000,
+    baseModelPath: (id) => (id === BASE ? path.join(setup.dir, `${BASE}.gguf`) : null),
+    countTokens: async (_model, text) => text.split(/\s+/).filter(Boolean).length,
+    registerAdapter: async (adapter) => {
+      const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+      const rows = await pool.query('SELECT count(*)::int AS n FROM sandbox.models WHERE id = $1', [adapter.name]);
+      await pool.end();
+      setup.modelRowsAtRegistration.push(rows.rows[0].n as number);
+      setup.registrations.push(adapter);
+    },
+  };
+}
+
+const ITEMS = [
+  { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },
+  { id: 'q2', question: 'Lily liked to play in the', answer: 'park' },
+  { id: 'q3', question: 'The sun was', answer: 'shining' },
+  { id: 'q4', question: 'Tom had a big red', answer: 'ball' },
+  { id: 'q5', question: 'They went to the', answer: 'store' },
+];
+
+/** A completed run of the real engine, as the run executor stores it: q1, q2, q4 failed. */
+async function seedEngineRun(databaseUrl: string): Promise<string> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await migrateSandboxSchema(pool);
+    await pool.query(
+      `INSERT INTO sandbox.models (id, name, kind, params, size_label, created_at, engine)
+       VALUES ($1, $1, 'base', 260000, '260K', now(), $2) ON CONFLICT (id) DO NOTHING`,
+      [BASE, ENGINE],
+    );
+    const run = await pool.query<{ id: string }>(
+      `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, seed, flip_rate,
+                                 created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, engine)
+       VALUES ('run_' || nextval('sandbox.run_ids'), 'stories', $1, 'completed', 5, 1, 1, 0.4, 0, 0,
+               now(), now(), now(), 0, now(), now(), $2) RETURNING id`,
+      [BASE, ENGINE],
+    );
+    const runId = run.rows[0]!.id;
+    const scores = [0, 0, 1, 0, 1];
+    for (const [position, item] of ITEMS.entries()) {
+      await pool.query(
+        `INSERT INTO sandbox.run_answers (run_id, position, question_id, category, question, expected_answer, item, prompt,
+                                          raw_output, extracted_answer, score, prompt_tokens, completion_tokens, answered_at)
+         VALUES ($1, $2, $3, 'story', $4, $5, $6, $4, 'x', 'x', $7, 5, 2, now())`,
+        [runId, position, item.id, item.question, item.answer, JSON.stringify(item), scores[position]],
+      );
+    }
+    return runId;
+  } finally {
+    await pool.end();
+  }
+}
+
+describe('real trainings under the training supervisor', () => {
+  const started: TestSandbox[] = [];
+  let receiver: Receiver | undefined;
+  let setup: Setup;
+
+  beforeEach(async () => {
+    setup = {
+      databaseUrl: await createTestDatabase('trainsup'),
+      dir: await mkdtemp(path.join(os.tmpdir(), 'verdict-trainsup-')),
+      registrations: [],
+      modelRowsAtRegistration: [],
+    };
+    await writeFile(path.join(setup.dir, `${BASE}.gguf`), 'not read by the test trainer');
+  });
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.sandbox.stop();
+    await receiver?.stop();
+    receiver = undefined;
+  });
+
+  async function start(trainer: Trainer, extra: { webhookUrl?: string } = {}): Promise<TestSandbox> {
+    const s = await startTestSandbox({ databaseUrl: setup.databaseUrl, training: trainingOptions(setup, trainer), ...extra });
+    started.push(s);
+    return s;
+  }
+
+  it('builds the dataset from the failed questions in prompt variants, prices it, trains once, registers the adapter before the model exists, charges and signals, serves it again after a restart', async () => {
+    const runId = await seedEngineRun(setup.databaseUrl);
+    receiver = await startReceiver();
+    const { trainer, state, holdNow } = testTrainer();
+    const { platform } = await start(trainer, { webhookUrl: receiver.url });
+
+    const dataset = await platform.buildDataset({ runId, augmentation: 3 }, 'ds-1');
+    expect(dataset.trainedQuestionIds).toEqual(['q1', 'q2', 'q4']);
+    expect(dataset.failedQuestionCount).toBe(3);
+    expect(dataset.exampleCount).toBe(9);
+
+    const estimate = await platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE, epochs: 2 });
+    expect(estimate.trainedTokens).toBe(dataset.tokenCount * 2);
+    expect(estimate.creditsPer1kTokens).toBe(2);
+    expect(estimate.priceCredits).toBe(Math.max(0.01, Math.round(((dataset.tokenCount * 2) / 1000) * 2 * 100) / 100));
+    const balanceBefore = (await platform.getBalance()).balanceCredits;
+
+    holdNow();
+    const launched = await platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE, epochs: 2 }, 'train-1');
+    const again = await platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE, epochs: 2 }, 'train-1');
+    expect(again.id).toBe(launched.id);
+
+    // Progress is stored and readable while the trainer works.
+    const mid = await waitFor(async () => {
+      const job = await platform.getTraining(launched.id);
+      return job.status === 'running' && job.progress > 0 ? job : undefined;
+    });
+    expect(mid.progress).toBe(0.25);
+    expect(mid.estimatedFinishAt).not.toBeNull();
+    state.hold!.release();
+
+    const done = await waitForTraining(platform, launched.id);
+    expect(done.status).toBe('completed');
+    expect(done.progress).toBe(1);
+    expect(state.starts.map((s) => s.jobId)).toEqual([launched.id]);
+    expect(state.starts[0]!.hyperparameters.epochs).toBe(2);
+    expect(state.starts[0]!.baseModelPath).toBe(path.join(setup.dir, `${BASE}.gguf`));
+
+    // Each failed question in distinct prompt variants, the expected answer as the completion.
+    const examples = state.datasets[0]!;
+    expect(examples).toHaveLength(9);
+    for (const item of ITEMS.filter((i) => ['q1', 'q2', 'q4'].includes(i.id))) {
+      const mine = examples.filter((e) => e.completion.trim() === item.answer);
+      expect(mine).toHaveLength(3);
+      expect(new Set(mine.map((e) => e.prompt)).size).toBe(3);
+      expect(mine.some((e) => e.prompt.includes(item.question))).toBe(true);
+    }
+
+    const model = await platform.getModel(done.producedModelId!);
+    expect(model.kind).toBe('fine_tuned');
+    expect(model.baseModelId).toBe(BASE);
+    expect(setup.registrations).toEqual([{ name: model.id, path: path.join(setup.dir, 'adapters', `${launched.id}.gguf`), baseModelId: BASE }]);
+    expect(setup.modelRowsAtRegistration).toEqual([0]);
+    expect(await readFile(setup.registrations[0]!.path, 'utf8')).toContain('9 examples');
+
+    expect(done.priceChargedCredits).toBe(estimate.priceCredits);
+    const balanceAfter = (await platform.getBalance()).balanceCredits;
+    expect(Math.round((balanceBefore - balanceAfter) * 100) / 100).toBe(estimate.priceCredits);
+    const events = await waitFor(() => {
+      const bodies = receiver!.deliveries.map((d) => JSON.parse(d.body) as { type: string; data: { id: string } });
+      const completed = bodies.filter((b) => b.type === 'training.completed');
+      return completed.length > 0 ? completed : undefined;
+    });
+    expect(events[0]!.data.id).toBe(launched.id);
+    expect(receiver.deliveries[0]!.headers['webhook-signature']).toMatch(/^v1,/);
+
+    // A restarted platform serves the adapters it produced again (an embedded endpoint starts empty).
+    await started.splice(0)[0]!.sandbox.stop();
+    await start(testTrainer().trainer);
+    await waitFor(() => setup.registrations.length === 2 || undefined);
+    expect(setup.registrations[1]).toEqual(setup.registrations[0]);
+  });
+
+  it('two platform processes on one database never run two trainer jobs for one training', async () => {
+    const runId = await seedEngineRun(setup.databaseUrl);
+    const first = testTrainer();
+    const second = testTrainer();
+    first.holdNow();
+    second.holdNow();
+    const a = await start(first.trainer);
+    await start(second.trainer);
+    const dataset = await a.platform.buildDataset({ runId }, 'ds');
+    const job = await a.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
+    await waitFor(() => first.state.starts.length + second.state.starts.length > 0 || undefined);
+    // Both processes tick every 25 ms: give the other one many chances to start it too.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(first.state.starts.length + second.state.starts.length).toBe(1);
+    first.state.hold!.release();
+    second.state.hold!.release();
+    expect((await waitForTraining(a.platform, job.id)).status).toBe('completed');
+    expect(first.state.starts.length + second.state.starts.length).toBe(1);
+    expect(setup.registrations).toHaveLength(1);
+  });
+
+  it('a platform killed mid-training (SIGKILL): another process reruns it, never two trainer jobs at once, completes it once', async () => {
+    const runId = await seedEngineRun(setup.databaseUrl);
+    const child = await startChild(setup, 'hold');
+    const dataset = await child.platform.buildDataset({ runId }, 'ds');
+    const job = await child.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
+    await waitFor(async () => (await childStarts(setup)).length === 1 || undefined);
+
+    const survivor = testTrainer();
+    const b = await start(survivor.trainer);
+    // The survivor ticks every 25 ms while the child holds the training's lock.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(survivor.state.starts).toHaveLength(0);
+    expect((await b.platform.getTraining(job.id)).status).toBe('running');
+
+    await child.kill();
+    const rerun = await waitForTraining(b.platform, job.id);
+    expect(rerun.status).toBe('completed');
+    expect(survivor.state.starts.map((s) => s.jobId)).toEqual([job.id]);
+    expect(await childStarts(setup)).toEqual([job.id]);
+    const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+    const row = await pool.query('SELECT attempts, status FROM sandbox.trainings WHERE id = $1', [job.id]);
+    const models = await pool.query('SELECT count(*)::int AS n FROM sandbox.models WHERE training_job_id = $1', [job.id]);
+    await pool.end();
+    expect(row.rows[0]).toEqual({ attempts: 2, status: 'completed' });
+    expect(models.rows[0].n).toBe(1);
+    expect(setup.registrations).toHaveLength(1);
+  });
+
+  it('an adapter written before the platform was killed is taken as is: no second trainer job', async () => {
+    const runId = await seedEngineRun(setup.databaseUrl);
+    const child = await startChild(setup, 'hang-after-adapter');
+    const dataset = await child.platform.buildDataset({ runId }, 'ds');
+    const job = await child.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
+    const adapter = path.join(setup.dir, 'adapters', `${job.id}.gguf`);
+    await waitFor(async () => (await readFile(adapter, 'utf8').catch(() => '')).includes('examples') || undefined);
+    expect((await child.platform.getTraining(job.id)).status).toBe('running');
+
+    await child.kill();
+    const survivor = testTrainer();
+    const b = await start(survivor.trainer);
+    const done = await waitForTraining(b.platform, job.id);
+    expect(done.status).toBe('completed');
+    expect(survivor.state.starts).toHaveLength(0);
+    expect(setup.registrations.map((r) => r.path)).toEqual([adapter]);
+  });
+
+  it('without PyTorch the estimate and the launch refuse with a coded error saying how to install it, and nothing is created', async () => {
+    const runId = await seedEngineRun(setup.databaseUrl);
+    const { trainer, state } = testTrainer({ available: { ok: false, reason: 'no python with torch found (tried python3, /usr/bin/python3)' } });
+    const { platform } = await start(trainer);
+    const dataset = await platform.buildDataset({ runId }, 'ds');
+    for (const call of [
+      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
+      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
+    ]) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isPlatformError(error)).toBe(true);
+      if (!isPlatformError(error)) continue;
+      expect(error.code).toBe('engine_unavailable');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain('training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)');
+      expect(error.message).toContain('tried python3, /usr/bin/python3');
+    }
+    const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+    const count = await pool.query('SELECT count(*)::int AS n FROM sandbox.trainings');
+    await pool.end();
+    expect(count.rows[0].n).toBe(0);
+    expect(state.starts).toHaveLength(0);
+  });
+});
+
+interface Child {
+  platform: Platform;
+  kill(): Promise<void>;
+}
+
+/** The platform in its own process (test/engines/fixtures/training-process.ts), to be SIGKILLed. */
+async function startChild(setup: Setup, mode: 'hold' | 'hang-after-adapter'): Promise<Child> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/training-process.ts')], {
+    env: { ...process.env, DATABASE_URL: setup.databaseUrl, TRAINING_DIR: setup.dir, TRAINER_MODE: mode, NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      if (buffer.includes('\n')) resolve(buffer.split('\n')[0]!);
+    });
+    child.once('exit', (code) => reject(new Error(`the platform process exited with ${code} before it was ready`)));
+  });
+  const { url, token } = JSON.parse(line) as { url: string; token: string };
+  return {
+    platform: createHttpPlatform({ baseUrl: url, token, timeoutMs: 5_000, retryBaseDelayMs: 20 }),
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+async function childStarts(setup: Setup): Promise<string[]> {
+  const text = await readFile(path.join(setup.dir, 'child-starts.log'), 'utf8').catch(() => '');
+  return text.split('\n').filter(Boolean);
+}

@@ -1,0 +1,273 @@
+"""Trains a LoRA adapter on a GGUF base model and writes it as a GGUF adapter llama.cpp loads.
+
+Usage:
+  lora_train.py --spec spec.json      train; progress as JSON lines on stdout
+  lora_train.py --check               prints {"torch": version} when torch and numpy import
+  lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N]
+                                      greedy continuation token ids (checks the forward pass)
+
+The spec (JSON): jobId, baseModelPath, tokensPath (JSONL, one {"prompt": [ids], "completion": [ids]}
+a line; loss on the completion ids only), adapterPath, threads, hyperparameters {rank, alpha,
+targetModules, epochs, learningRate}, optional batchSize, seed.
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+
+DEFAULTS = {"rank": 4, "alpha": 8, "targetModules": ["attn_q", "attn_v", "attn_output", "ffn_down"],
+            "epochs": 3, "learningRate": 3e-3}
+DEFAULT_BATCH_SIZE = 4
+
+
+def emit(event):
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+class SpecError(Exception):
+    pass
+
+
+def watch_parent():
+    """Exits this process when the process that started it dies (re-parented to init or a subreaper)."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent or parent == 1:
+        os._exit(3)
+
+    def loop():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=loop, daemon=True).start()
+    return parent
+
+
+def parent_alive(parent):
+    return os.getppid() == parent
+
+
+def load_spec(path):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            spec = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SpecError("cannot read the training spec %s: %s" % (path, e))
+    for key in ("baseModelPath", "tokensPath", "adapterPath"):
+        if not isinstance(spec.get(key), str) or not spec[key]:
+            raise SpecError("the training spec has no %s" % key)
+    hp = dict(DEFAULTS)
+    hp.update({k: v for k, v in (spec.get("hyperparameters") or {}).items() if v is not None})
+    if not isinstance(hp["rank"], int) or hp["rank"] < 1:
+        raise SpecError("rank must be a positive integer, got %r" % hp["rank"])
+    if not isinstance(hp["alpha"], (int, float)) or hp["alpha"] <= 0:
+        raise SpecError("alpha must be a positive number, got %r" % hp["alpha"])
+    if not isinstance(hp["epochs"], int) or hp["epochs"] < 1:
+        raise SpecError("epochs must be a positive integer, got %r" % hp["epochs"])
+    if not isinstance(hp["learningRate"], (int, float)) or not hp["learningRate"] > 0:
+        raise SpecError("learningRate must be a positive number, got %r" % hp["learningRate"])
+    if not isinstance(hp["targetModules"], list) or not hp["targetModules"]:
+        raise SpecError("targetModules must be a non-empty list")
+    spec["hyperparameters"] = hp
+    spec["threads"] = max(1, int(spec.get("threads") or 1))
+    spec["batchSize"] = max(1, int(spec.get("batchSize") or DEFAULT_BATCH_SIZE))
+    spec["seed"] = int(spec.get("seed") or 0)
+    return spec
+
+
+def load_examples(path, vocab_size):
+    examples = []
+    try:
+        f = open(path, "r", encoding="utf-8")
+    except OSError as e:
+        raise SpecError("cannot read the tokenized dataset: %s" % e)
+    with f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                prompt, completion = row["prompt"], row["completion"]
+                ids = list(prompt) + list(completion)
+                if not prompt or not completion or not all(isinstance(i, int) and 0 <= i < vocab_size for i in ids):
+                    raise ValueError("an empty prompt or completion, or token ids outside the vocabulary")
+            except (ValueError, KeyError, TypeError) as e:
+                raise SpecError("tokenized dataset line %d is invalid: %s" % (number, e))
+            examples.append((list(prompt), list(completion)))
+    if not examples:
+        raise SpecError("the dataset has no examples")
+    return examples
+
+
+def train(spec, parent):
+    import numpy as np
+    import torch
+    from gguf import GgufFile, write_gguf
+    from model import LINEAR_NAMES, LlamaModel
+
+    started = time.time()
+    torch.set_num_threads(spec["threads"])
+    torch.set_num_interop_threads(1)
+    torch.manual_seed(spec["seed"])
+    hp = spec["hyperparameters"]
+    unknown = [m for m in hp["targetModules"] if m not in LINEAR_NAMES]
+    if unknown:
+        raise SpecError("unknown target module(s) %s; choose from %s" % (", ".join(unknown), ", ".join(LINEAR_NAMES)))
+
+    base = GgufFile(spec["baseModelPath"])
+    model = LlamaModel(base)
+    vocab = model.tok_embd.shape[0]
+    examples = load_examples(spec["tokensPath"], vocab)
+    context = int(base.get("%s.context_length" % model.arch, 0) or 0)
+    too_long = [i + 1 for i, (p, c) in enumerate(examples) if context and len(p) + len(c) > context]
+    if too_long:
+        raise SpecError("example(s) %s are longer than the model's context (%d tokens)" % (too_long[:5], context))
+
+    generator = torch.Generator().manual_seed(spec["seed"])
+    params = []
+    targets = []
+    for full, short, module in model.linears():
+        if short in hp["targetModules"]:
+            module.add_lora(hp["rank"], float(hp["alpha"]), generator)
+            params += [module.lora_a, module.lora_b]
+            targets.append((full, module))
+    optimizer = torch.optim.AdamW(params, lr=float(hp["learningRate"]), weight_decay=0.0)
+
+    batch_size = min(spec["batchSize"], len(examples))
+    per_epoch = math.ceil(len(examples) / batch_size)
+    total = per_epoch * hp["epochs"]
+    step = 0
+    epoch_losses = []
+    rng = np.random.default_rng(spec["seed"])
+    for epoch in range(1, hp["epochs"] + 1):
+        order = rng.permutation(len(examples))
+        losses = []
+        for b in range(per_epoch):
+            if not parent_alive(parent):
+                os._exit(3)
+            chunk = [examples[i] for i in order[b * batch_size:(b + 1) * batch_size]]
+            width = max(len(p) + len(c) for p, c in chunk)
+            tokens = torch.zeros((len(chunk), width), dtype=torch.long)
+            labels = torch.full((len(chunk), width), -100, dtype=torch.long)
+            for row, (p, c) in enumerate(chunk):
+                ids = p + c
+                tokens[row, :len(ids)] = torch.tensor(ids)
+                # position t predicts token t+1: the completion's tokens are the labels.
+                labels[row, len(p) - 1:len(ids) - 1] = torch.tensor(c)
+            logits = model(tokens)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                     ignore_index=-100)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            value = float(loss.detach())
+            losses.append(value)
+            emit({"type": "progress", "step": step, "totalSteps": total, "epoch": epoch, "loss": round(value, 6)})
+        epoch_losses.append(sum(losses) / len(losses))
+
+    tensors = {}
+    for full, module in targets:
+        tensors[full + ".weight.lora_a"] = module.lora_a.detach().numpy()
+        tensors[full + ".weight.lora_b"] = module.lora_b.detach().numpy()
+    kv = {
+        "general.architecture": model.arch,
+        "general.type": "adapter",
+        "general.name": str(spec.get("jobId") or "lora"),
+        "adapter.type": "lora",
+        "adapter.lora.alpha": float(hp["alpha"]),
+    }
+    adapter_dir = os.path.dirname(os.path.abspath(spec["adapterPath"]))
+    os.makedirs(adapter_dir, exist_ok=True)
+    stale = ".%s.tmp-" % os.path.basename(spec["adapterPath"])
+    for name in os.listdir(adapter_dir):
+        if name.startswith(stale):
+            os.unlink(os.path.join(adapter_dir, name))
+    if not parent_alive(parent):
+        os._exit(3)
+    write_gguf(spec["adapterPath"], kv, tensors)
+    emit({"type": "completed", "adapterPath": spec["adapterPath"],
+          "metrics": {"finalLoss": round(epoch_losses[-1], 6), "steps": step,
+                      "seconds": round(time.time() - started, 3)}})
+
+
+def generate(args):
+    import torch
+    from gguf import GgufFile
+    from model import LlamaModel
+
+    torch.set_num_threads(args.threads)
+    base = GgufFile(args.model)
+    model = LlamaModel(base)
+    if args.adapter:
+        adapter = GgufFile(args.adapter)
+        alpha = float(adapter.get("adapter.lora.alpha", 0.0))
+        modules = {full: module for full, _, module in model.linears()}
+        modules["output"] = model.output
+        for name in adapter.tensors:
+            if name.endswith(".weight.lora_a"):
+                full = name[:-len(".weight.lora_a")]
+                a = torch.from_numpy(adapter.tensor(name))
+                b = torch.from_numpy(adapter.tensor(full + ".weight.lora_b"))
+                modules[full].set_lora(a, b, alpha)
+    tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
+    eos = base.get("tokenizer.ggml.eos_token_id")
+    print(json.dumps({"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description="LoRA trainer for GGUF models (PyTorch, CPU)")
+    parser.add_argument("--spec")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--generate", action="store_true")
+    parser.add_argument("--model")
+    parser.add_argument("--adapter")
+    parser.add_argument("--tokens", default="")
+    parser.add_argument("--max-tokens", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+    if args.check:
+        import numpy
+        import torch
+        print(json.dumps({"torch": torch.__version__, "numpy": numpy.__version__}))
+        return 0
+    if args.generate:
+        generate(args)
+        return 0
+    if not args.spec:
+        parser.error("--spec is required")
+    parent = watch_parent()
+    try:
+        spec = load_spec(args.spec)
+        train(spec, parent)
+        return 0
+    except SpecError as e:
+        emit({"type": "failed", "message": str(e)})
+        return 2
+    except Exception as e:  # noqa: BLE001 - every failure is reported as an event
+        from gguf import GgufError
+        message = str(e) if isinstance(e, GgufError) else "training failed: %s: %s" % (type(e).__name__, e)
+        emit({"type": "failed", "message": message})
+        import traceback
+        traceback.print_exc(file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

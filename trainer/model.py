@@ -1,0 +1,171 @@
+"""A Llama-architecture decoder (llama, qwen2) built in torch from a GGUF file, as llama.cpp computes it, with LoRA."""
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gguf import GgufError
+
+# llama.cpp's RoPE type per architecture: "norm" rotates adjacent pairs (its llama converter permutes
+# Q/K for that), "neox" rotates dimension i with i + n_rot/2.
+ROPE_MODE = {"llama": "norm", "qwen2": "neox"}
+LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+
+
+class LoraLinear(torch.nn.Module):
+    """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W and b frozen, A and B trained."""
+
+    def __init__(self, weight, bias=None):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+        self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
+        self.lora_a = None
+        self.lora_b = None
+        self.scale = 0.0
+
+    def add_lora(self, rank, alpha, generator):
+        out_features, in_features = self.weight.shape
+        a = torch.empty(rank, in_features)
+        bound = 1.0 / math.sqrt(in_features)
+        a.uniform_(-bound, bound, generator=generator)
+        self.lora_a = torch.nn.Parameter(a)
+        self.lora_b = torch.nn.Parameter(torch.zeros(out_features, rank))
+        self.scale = alpha / rank
+
+    def set_lora(self, a, b, alpha):
+        self.lora_a = torch.nn.Parameter(a, requires_grad=False)
+        self.lora_b = torch.nn.Parameter(b, requires_grad=False)
+        self.scale = alpha / a.shape[0] if alpha else 1.0
+
+    def forward(self, x):
+        y = F.linear(x, self.weight, self.bias)
+        if self.lora_a is not None:
+            y = y + self.scale * F.linear(F.linear(x, self.lora_a), self.lora_b)
+        return y
+
+
+def _rms_norm(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+class LlamaModel(torch.nn.Module):
+    def __init__(self, gguf):
+        super().__init__()
+        arch = gguf.get("general.architecture")
+        if arch not in ROPE_MODE:
+            raise GgufError(
+                "the model's architecture is %r; the trainer supports %s" % (arch, ", ".join(sorted(ROPE_MODE))))
+        self.arch = arch
+
+        def meta(key, default=None):
+            value = gguf.get("%s.%s" % (arch, key), default)
+            if value is None:
+                raise GgufError("the model has no %s.%s metadata" % (arch, key))
+            return value
+
+        self.n_embd = int(meta("embedding_length"))
+        self.n_layer = int(meta("block_count"))
+        self.n_head = int(meta("attention.head_count"))
+        n_head_kv = meta("attention.head_count_kv", self.n_head)
+        if isinstance(n_head_kv, np.ndarray):
+            raise GgufError("per-layer KV head counts are not supported")
+        self.n_head_kv = int(n_head_kv)
+        self.head_dim = int(meta("attention.key_length", self.n_embd // self.n_head))
+        self.eps = float(meta("attention.layer_norm_rms_epsilon", 1e-5))
+        self.n_rot = int(meta("rope.dimension_count", self.head_dim))
+        self.rope_base = float(meta("rope.freq_base", 10000.0))
+        scaling_type = gguf.get("%s.rope.scaling.type" % arch, "none")
+        factor = float(gguf.get("%s.rope.scaling.factor" % arch, 0.0) or 0.0)
+        if scaling_type not in ("none", "linear") and factor not in (0.0, 1.0):
+            raise GgufError("RoPE scaling %r is not supported" % scaling_type)
+        self.freq_scale = 1.0 / factor if scaling_type == "linear" and factor > 0 else 1.0
+        self.rope_mode = ROPE_MODE[arch]
+
+        def t(name):
+            return torch.from_numpy(gguf.tensor(name))
+
+        def opt(name):
+            return t(name) if name in gguf.tensors else None
+
+        self.tok_embd = torch.nn.Parameter(t("token_embd.weight"), requires_grad=False)
+        out = opt("output.weight")
+        self.output = LoraLinear(out if out is not None else self.tok_embd.data)
+        self.output_norm = torch.nn.Parameter(t("output_norm.weight"), requires_grad=False)
+        freqs = opt("rope_freqs.weight")
+        self.layers = torch.nn.ModuleList()
+        for i in range(self.n_layer):
+            layer = torch.nn.Module()
+            layer.attn_norm = torch.nn.Parameter(t("blk.%d.attn_norm.weight" % i), requires_grad=False)
+            layer.ffn_norm = torch.nn.Parameter(t("blk.%d.ffn_norm.weight" % i), requires_grad=False)
+            for name in LINEAR_NAMES:
+                setattr(layer, name, LoraLinear(t("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
+            self.layers.append(layer)
+
+        half = self.n_rot // 2
+        inv_freq = self.rope_base ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / self.n_rot)
+        if freqs is not None:
+            inv_freq = inv_freq / freqs.to(torch.float64)[:half]
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def linears(self):
+        """(GGUF tensor name without `.weight`, module) for every linear layer in a block."""
+        for i, layer in enumerate(self.layers):
+            for name in LINEAR_NAMES:
+                yield "blk.%d.%s" % (i, name), name, getattr(layer, name)
+
+    def _rope(self, x, positions):
+        # x: (batch, seq, heads, head_dim)
+        angles = (positions.to(torch.float64)[:, None] * self.freq_scale) * self.inv_freq[None, :]
+        cos = torch.cos(angles).to(x.dtype)[None, :, None, :]
+        sin = torch.sin(angles).to(x.dtype)[None, :, None, :]
+        rot, rest = x[..., :self.n_rot], x[..., self.n_rot:]
+        if self.rope_mode == "norm":
+            x0, x1 = rot[..., 0::2], rot[..., 1::2]
+            r0 = x0 * cos - x1 * sin
+            r1 = x0 * sin + x1 * cos
+            rotated = torch.stack((r0, r1), dim=-1).flatten(-2)
+        else:
+            half = self.n_rot // 2
+            x0, x1 = rot[..., :half], rot[..., half:]
+            rotated = torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+        return torch.cat((rotated, rest), dim=-1)
+
+    def forward(self, tokens):
+        """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0."""
+        batch, seq = tokens.shape
+        positions = torch.arange(seq)
+        mask = torch.full((seq, seq), float("-inf")).triu(1)
+        x = self.tok_embd[tokens]
+        rep = self.n_head // self.n_head_kv
+        for layer in self.layers:
+            h = _rms_norm(x, layer.attn_norm, self.eps)
+            q = layer.attn_q(h).view(batch, seq, self.n_head, self.head_dim)
+            k = layer.attn_k(h).view(batch, seq, self.n_head_kv, self.head_dim)
+            v = layer.attn_v(h).view(batch, seq, self.n_head_kv, -1)
+            q = self._rope(q, positions)
+            k = self._rope(k, positions)
+            if rep > 1:
+                k = k.repeat_interleave(rep, dim=2)
+                v = v.repeat_interleave(rep, dim=2)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + mask
+            att = torch.matmul(torch.softmax(scores, dim=-1), v)
+            x = x + layer.attn_output(att.transpose(1, 2).reshape(batch, seq, -1))
+            h = _rms_norm(x, layer.ffn_norm, self.eps)
+            x = x + layer.ffn_down(F.silu(layer.ffn_gate(h)) * layer.ffn_up(h))
+        return self.output(_rms_norm(x, self.output_norm, self.eps))
+
+    @torch.no_grad()
+    def greedy(self, tokens, max_tokens, eos=None):
+        ids = list(tokens)
+        out = []
+        for _ in range(max_tokens):
+            logits = self.forward(torch.tensor([ids]))[0, -1]
+            nxt = int(torch.argmax(logits))
+            if eos is not None and nxt == eos:
+                break
+            ids.append(nxt)
+            out.append(nxt)
+        return out
