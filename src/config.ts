@@ -205,7 +205,7 @@ export interface Config {
 export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   const parsed = z.object(ENGINE_ENV).safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? 'environment'), detail: issue.message })));
+    throw new ConfigError(problemsOf(parsed.error.issues));
   }
   if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
     throw new ConfigError([{ variable: 'INFERENCE_API_KEY', detail: 'is set but INFERENCE_URL is not: set the endpoint it is for' }]);
@@ -281,13 +281,21 @@ export class ConfigError extends Error {
   }
 }
 
+/** One problem per variable (the first zod found): a value that fails two checks is one line. */
+function problemsOf(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): ConfigProblem[] {
+  const byVariable = new Map<string, ConfigProblem>();
+  for (const issue of issues) {
+    const variable = String(issue.path[0] ?? 'environment');
+    if (!byVariable.has(variable)) byVariable.set(variable, { variable, detail: issue.message });
+  }
+  return [...byVariable.values()];
+}
+
 /** Reads and validates the environment. Throws {@link ConfigError} listing every problem found. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? 'environment'), detail: issue.message })),
-    );
+    throw new ConfigError(problemsOf(parsed.error.issues));
   }
   const e = parsed.data;
   return {
