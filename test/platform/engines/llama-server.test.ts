@@ -199,6 +199,24 @@ describe('llama-server', () => {
     }
   }, SLOW);
 
+  it('closes during a generation: the request is answered 503 and nothing runs on the disposed model', async () => {
+    const closing = await startLlamaServer({ modelsDir, threads: 1, parallel: 1, contextSize: 256 });
+    const reply = request(closing.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'stories260K', prompt: 'Once', max_tokens: 200, temperature: 0 }) });
+    const started = Date.now();
+    const first = await request(closing.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'stories260K', prompt: 'The', max_tokens: 1, temperature: 0 }) }).then((r) => r.body.text());
+    expect(first).toContain('text_completion');
+    const closed = closing.close();
+    const answer = await reply;
+    const body = (await answer.body.json()) as { error?: { code: string } };
+    await closed;
+    // Either it finished first (a fast machine), or it was cut off with a clear retryable error.
+    if (answer.statusCode !== 200) {
+      expect(answer.statusCode).toBe(503);
+      expect(body.error!.code).toBe('shutting_down');
+    }
+    expect(Date.now() - started).toBeLessThan(SLOW);
+  }, SLOW);
+
   it.skipIf(!trainerProbe.ok)('serves a LoRA adapter loaded at run time under its name, as llama.cpp applies it', async () => {
     const datasetPath = path.join(dir, 'dataset.jsonl');
     const examples = ['', 'It was a sunny day. ', 'The end. '].map((context) =>
