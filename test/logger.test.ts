@@ -6,8 +6,8 @@ import { createLogger, createScrubber } from '../src/logger.js';
 describe('the secret scrubber', () => {
   it('replaces every secret, a whsec_ secret and its key part, longest first, and ignores short values', () => {
     const key = Buffer.from('a webhook signing key').toString('base64');
-    const s = createScrubber(['xoxb-1234567890', `whsec_${key}`, 'abc', undefined]);
-    expect(s.scrub(`Authorization: Bearer xoxb-1234567890; whsec_${key}; ${key}; abc`)).toBe(
+    const s = createScrubber(['xoxb-test-token-one', `whsec_${key}`, 'abc', undefined]);
+    expect(s.scrub(`Authorization: Bearer xoxb-test-token-one; whsec_${key}; ${key}; abc`)).toBe(
       'Authorization: Bearer [redacted]; [redacted]; [redacted]; abc',
     );
   });
