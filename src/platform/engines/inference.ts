@@ -111,7 +111,8 @@ export interface OpenAiInferenceOptions {
   dispatcher?: Dispatcher;
 }
 
-const ModelListSchema = z.object({
+/** OpenAI's `{data: [...]}`, or a bare array as Together's `/v1/models` answers. */
+const ModelListSchema = z.preprocess((value) => (Array.isArray(value) ? { data: value } : value), z.object({
   data: z.array(
     z
       .object({
@@ -122,7 +123,7 @@ const ModelListSchema = z.object({
       })
       .passthrough(),
   ),
-});
+}));
 
 const UsageSchema = z
   .object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) })

@@ -42,11 +42,20 @@ export interface TrainingSpec {
   hyperparameters: LoraHyperparameters;
   /** CPU threads the trainer may use. */
   threads: number;
+  /** The base model's id on the inference endpoint (a hosted trainer's model name). */
+  baseModelId?: string;
 }
 
 export type TrainerEvent =
   | { type: 'progress'; step: number; totalSteps: number; epoch: number; loss: number }
-  | { type: 'completed'; adapterPath: string; metrics: { finalLoss: number; steps: number; seconds: number } }
+  | {
+      type: 'completed';
+      /** The adapter file written; empty when the produced model is served remotely (`servedModel`). */
+      adapterPath: string;
+      metrics: { finalLoss: number; steps: number; seconds: number };
+      /** The name the inference endpoint serves the produced model under (a hosted trainer's output model); runs ask for it. */
+      servedModel?: string;
+    }
   | { type: 'failed'; message: string };
 
 export interface TrainerJob {
@@ -54,6 +63,26 @@ export interface TrainerJob {
   done: Promise<Extract<TrainerEvent, { type: 'completed' | 'failed' }>>;
   /** Stops the job; `done` then resolves with `failed`. */
   cancel(): Promise<void>;
+  /**
+   * Stops following a remote job without stopping it (a platform shutting down; the next start
+   * reattaches); `done` then resolves with `failed`. Unset = {@link cancel}.
+   */
+  detach?(): Promise<void>;
+}
+
+/** An engine's own price for a training, asked before launch. */
+export interface TrainingQuote {
+  /** In platform credits. */
+  priceCredits: number;
+  /** Tokens the engine expects to train on (dataset tokens x epochs), when it says. */
+  trainedTokens?: number;
+}
+
+/** What a trainer's price estimate is asked with: the examples, the base model's id and the launch's hyperparameters. */
+export interface TrainingQuoteRequest {
+  examples: TrainingExample[];
+  baseModelId: string;
+  hyperparameters: LoraHyperparameters;
 }
 
 export interface Trainer {
@@ -63,4 +92,11 @@ export interface Trainer {
   availability(): Promise<{ ok: true } | { ok: false; reason: string }>;
   /** Starts a job; `onEvent` receives progress lines as they come. */
   start(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob>;
+  /**
+   * Optional (hosted engines): the engine's own price, which the platform's training estimate
+   * returns and the launch charges instead of the per-token rate. Throws in the user's words.
+   */
+  estimate?(request: TrainingQuoteRequest): Promise<TrainingQuote>;
+  /** False when the trainer works from the base model's id, not its GGUF file on this machine. Default true. */
+  readonly needsBaseModelFile?: boolean;
 }
