@@ -1,4 +1,4 @@
-# Build stage: install everything, compile TypeScript.
+# Build stage: install everything, compile TypeScript to JavaScript (tsconfig.build.json).
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -6,10 +6,14 @@ RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
+# npm prune drops the dev tooling (tsx, typescript, esbuild, vitest, eslint) before the copy below.
 RUN npm run build && npm prune --omit=dev
 
-# Runtime stage: compiled code and production dependencies, as a non-root user.
+# Runtime stage: compiled code and production dependencies, as a non-root user, under an init process.
 FROM node:22-bookworm-slim
+# tini as PID 1 forwards SIGTERM/SIGINT to the bot (which stops its worker, HTTP and embedded
+# PostgreSQL in order) and reaps exited processes.
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
@@ -20,7 +24,10 @@ COPY trainer ./trainer
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data
+# Slack events (HTTP mode), platform webhooks, /healthz.
 EXPOSE 3000
-HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# The first start initialises the embedded PostgreSQL and runs migrations: give it a minute.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+ENTRYPOINT ["/usr/bin/tini", "--"]
 # Migrations run on start (src/app.ts), under an advisory lock so replicas can start together.
 CMD ["node", "dist/src/main.js"]

@@ -45,10 +45,12 @@ export async function runLoops(
   const model = await startScriptedAnthropic(modelMs > 0 ? async (req, ctx) => ({ delayMs: modelMs, then: await script(req, ctx) }) : script);
   const databaseUrl = await postgres.createDatabase('loops');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-loops-'));
-  // Each loop costs about 12 credits on the sandbox: give the account enough for all of them.
+  // Each loop costs about 12 credits on the sandbox: give the account, and the one person's and the
+  // workspace's spending caps, enough for all of them.
+  const credits = String(Math.max(1000, n * 50));
   const env = botEnv(
     { slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir },
-    { BENCH_STARTING_BALANCE: String(Math.max(1000, n * 50)), ...options.env },
+    { BENCH_STARTING_BALANCE: credits, SPEND_CAP_PERSON: credits, SPEND_CAP_WORKSPACE: credits, ...options.env },
   );
   const bot = await spawnBot(env, process.env.BENCH_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] } : {});
   const agent = keepAliveAgent(64);

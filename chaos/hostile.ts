@@ -280,7 +280,7 @@ export async function oversized(o: { newDatabase?: NewDatabase; benchmarkLoops?:
   };
   const h = await startHarness({
     script,
-    env: { SANDBOX_TIME_SCALE: '0.002', SPEND_CONFIRM_THRESHOLD: '100000', CHAT_BUDGET: '100000' },
+    env: { SANDBOX_TIME_SCALE: '0.002', SPEND_CONFIRM_THRESHOLD: '100000', CHAT_BUDGET: '100000', SPEND_CAP_PERSON: '100000', SPEND_CAP_WORKSPACE: '100000' },
     botOptions: { sandbox: { startingBalance: 100_000 } },
     ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
   const loops = o.benchmarkLoops ?? 1;

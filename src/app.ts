@@ -1,27 +1,29 @@
 // Composition root: config -> db -> platform -> agent -> slack -> worker -> http.
+import { createServer } from 'node:net';
 import path from 'node:path';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
-import { createModelClient, type ModelClient } from './agent/model.js';
+import { createModelClient, withScrubbedRequests, type ModelClient } from './agent/model.js';
 import { SYSTEM_PROMPT } from './agent/system-prompt.js';
 import { createTools } from './agent/tools/index.js';
 import { toolDefinitions } from './agent/tools/tool.js';
 import { createTurnHooks } from './agent/turn-hooks.js';
 import type { TurnDeps } from './agent/turn.js';
 import type { Config } from './config.js';
-import { startHttpServer, WEBHOOK_PATH } from './http/server.js';
+import { sendJson, startHttpServer, WEBHOOK_PATH } from './http/server.js';
 import { createWebhookRoute } from './http/webhook-route.js';
 import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
-import { createLogger } from './logger.js';
+import { createLogger, createScrubber } from './logger.js';
 import { inferenceFromConfig } from './platform/engines/engine-setup.js';
 import { trainingFromConfig } from './platform/engines/training-setup.js';
 import { createHttpPlatform } from './platform/http-client.js';
 import type { Platform } from './platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
-import { createSlackApp } from './slack/app.js';
+import { createSlackApp, type SlackApp } from './slack/app.js';
 import { createHomePublisher } from './slack/home.js';
 import { createSlackClients, SlackPoster } from './slack/poster.js';
+import { describeError, redactUrl, StartupError } from './startup-error.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
 
@@ -51,20 +53,33 @@ export interface BotOptions {
   sandbox?: { faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
 }
 
+function portError(port: number, error: unknown): Error {
+  const code = (error as { code?: string }).code;
+  if (code === 'EADDRINUSE') return new StartupError('PORT', `PORT ${port} is already in use: stop what listens there or set PORT to a free port`, { cause: error });
+  if (code === 'EACCES') return new StartupError('PORT', `PORT ${port} needs privileges this process lacks: set PORT above 1023`, { cause: error });
+  return error instanceof Error ? error : new Error(describeError(error));
+}
+
+/** Fails with a {@link StartupError} naming PORT when nothing can listen on it. */
+async function assertPortFree(port: number, host: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error) => reject(portError(port, error)));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
 export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
-  const logger =
-    options.logger ??
-    createLogger({
-      level: config.logLevel,
-      secrets: [
-        config.slack.botToken,
-        config.slack.appToken,
-        config.slack.signingSecret,
-        config.agent.apiKey,
-        config.platform.apiToken,
-        config.platform.webhookSecret,
-      ],
-    });
+  // One scrubber for logs, posts, Home views and model requests; the sandbox's secrets join it once it starts.
+  const scrubber = createScrubber([
+    config.slack.botToken,
+    config.slack.appToken,
+    config.slack.signingSecret,
+    config.agent.apiKey,
+    config.platform.apiToken,
+    config.platform.webhookSecret,
+  ]);
+  const logger = options.logger ?? createLogger({ level: config.logLevel, scrubber });
   const cleanups: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) {
@@ -72,6 +87,14 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     }
   };
   try {
+    // Before the database starts: a port in use is found in a second, not after a minute of start-up.
+    if (config.port !== 0) await assertPortFree(config.port, options.host ?? '0.0.0.0');
+    if (config.platform.apiUrl && !config.publicUrl) {
+      logger.warn(
+        { platform: config.platform.apiUrl },
+        'BENCHGEN_API_URL is set without PUBLIC_URL: no webhook is registered with the platform, so results arrive only through the reconcile sweep (RECONCILE_CRON, after RECONCILE_OVERDUE_SECONDS); set PUBLIC_URL to this bot\'s public base URL to get them at once',
+      );
+    }
     let databaseUrl = config.databaseUrl;
     let embedded: EmbeddedDatabase | undefined;
     if (!databaseUrl) {
@@ -86,17 +109,25 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       onError: (error) => logger.warn({ err: error }, 'database connection lost; the pool reconnects'),
     });
     cleanups.push(() => db.close());
+    logger.info({ database: redactUrl(databaseUrl) }, embedded ? 'database: embedded PostgreSQL' : 'database: DATABASE_URL');
+    if (!embedded) {
+      await db.pool.query('select 1').catch((error: unknown) => {
+        throw new StartupError('DATABASE_URL', `cannot connect to the database at ${redactUrl(databaseUrl)} (DATABASE_URL): ${describeError(error)}`, { cause: error });
+      });
+    }
     await migrateToLatest(db.db);
     await migrateJobEngine(db.pool, logger);
 
     const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
-    const poster = new SlackPoster(db.db, slackClients, logger);
+    const poster = new SlackPoster(db.db, slackClients, logger, scrubber);
     const platformHolder: { platform?: Platform; secret?: string } = {};
     const home = createHomePublisher({
       db: db.db,
       clients: slackClients,
       logger,
+      scrubber,
       getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
+      caps: config.spending,
     });
 
     let workerHandle: WorkerHandle | undefined;
@@ -120,7 +151,10 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       );
     };
 
-    const slack = await createSlackApp(config, { db: db.db, logger, enqueueHome });
+    // The HTTP server comes up before Slack is verified, so /healthz answers (503, "starting")
+    // during the rest of start-up; Slack's requests wait for the app (503: Slack redelivers).
+    let slack: SlackApp | undefined;
+    let ready = false;
     const webhook = createWebhookRoute({
       db: db.db,
       logger,
@@ -134,10 +168,18 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       logger,
       port: config.port,
       ...(options.host ? { host: options.host } : {}),
-      slack: slack.requestListener,
+      slack: config.slack.socketMode
+        ? undefined
+        : (req, res) => (slack?.requestListener ? slack.requestListener(req, res) : sendJson(res, 503, { error: 'starting, retry later' })),
       webhook,
+      starting: () => !ready,
+      ...(config.slack.socketMode ? { socketState: () => slack?.socketState() ?? 'connecting' } : {}),
+    }).catch((error: unknown) => {
+      throw portError(config.port, error);
     });
     cleanups.push(() => http.close());
+    slack = await createSlackApp(config, { db: db.db, logger, enqueueHome, adminUserIds: config.spending.adminUserIds });
+    const slackApp = slack;
 
     let sandbox: SandboxHandle | undefined;
     let platform: Platform;
@@ -151,10 +193,16 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
           .catch((error: unknown) => logger.warn({ err: error }, 'could not register the webhook URL with the platform'));
       }
     } else {
+      // Next to the bot's port (3001 by default), so the run links already posted in Slack still
+      // work after a restart; a free port only when that one is taken.
+      const sandboxPort = config.port === 0 || config.port === 65535 ? 0 : config.port + 1;
+      const portFree = sandboxPort === 0 || (await assertPortFree(sandboxPort, '127.0.0.1').then(() => true, () => false));
+      if (!portFree) logger.warn({ port: sandboxPort }, `port ${sandboxPort} (PORT + 1) is taken: the sandbox runs on a free port, so its links change at each restart`);
       const inference = inferenceFromConfig(config.engines);
       const training = trainingFromConfig(config.engines, config.dataDir, logger.child({ component: 'trainer' }));
       sandbox = await startSandbox({
         databaseUrl,
+        port: portFree ? sandboxPort : 0,
         timeScale: config.platform.sandboxTimeScale,
         webhookUrl,
         logger: logger.child({ component: 'sandbox' }),
@@ -167,6 +215,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
         ...(training ? { training } : {}),
       });
       cleanups.push(() => sandbox!.stop());
+      scrubber.add(sandbox.token, sandbox.webhookSecret);
       platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
       platformHolder.secret = sandbox.webhookSecret;
       logger.info({ url: sandbox.url }, 'sandbox platform started in-process');
@@ -178,7 +227,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       db: db.db,
       config,
       logger,
-      model: options.model ?? createModelClient(config.agent),
+      model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
       platform,
       sandbox: sandbox !== undefined && sandbox.engine === null,
       engine: sandbox?.engine ?? null,
@@ -215,8 +264,9 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       await sweep.stop();
     });
 
-    await slack.start();
-    cleanups.push(() => slack.stop());
+    await slackApp.start();
+    cleanups.push(() => slackApp.stop());
+    ready = true;
     logger.info(
       { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? (sandbox.engine ?? 'sandbox') : config.platform.apiUrl },
       'bot ready',

@@ -1,4 +1,5 @@
 // Environment configuration, validated once at start-up with zod.
+import cron from 'node-cron';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +17,32 @@ const url = (what: string) =>
   optionalString.refine((value) => value === undefined || URL.canParse(value), {
     message: `must be an absolute URL (${what})`,
   });
+
+const postgresUrl = optionalString.refine(
+  (value) => {
+    if (value === undefined) return true;
+    if (!URL.canParse(value)) return false;
+    const parsed = new URL(value);
+    return (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && parsed.hostname !== '';
+  },
+  { message: 'must be a postgres:// URL with a host, e.g. postgres://user:password@localhost:5432/verdict' },
+);
+
+const port = (fallback: number) =>
+  optionalString
+    .transform((value) => (value === undefined ? fallback : Number(value)))
+    .refine((value) => Number.isInteger(value) && value >= 0 && value <= 65535, {
+      message: 'must be a TCP port from 1 to 65535 (0 picks a free one)',
+    });
+
+const cronSchedule = (fallback: string) =>
+  optionalString
+    .transform((value) => value ?? fallback)
+    .refine((value) => cron.validate(value), {
+      message: 'must be a cron schedule of 5 or 6 fields, e.g. "* * * * *" (every minute) or "*/30 * * * * *" (every 30 s)',
+    });
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 const positiveNumber = (fallback: number) =>
   optionalString
@@ -77,26 +104,29 @@ const EnvSchema = z
     AGENT_MAX_RETRIES: positiveInt(4),
     AGENT_TIMEOUT_MS: positiveInt(120_000),
     AGENT_EVENT_RETRY_ATTEMPTS: positiveInt(8),
-    DATABASE_URL: url('postgres://user:password@host:5432/db'),
+    DATABASE_URL: postgresUrl,
     DATA_DIR: optionalString.transform((v) => v ?? '.data'),
     BENCHGEN_API_URL: url('platform API base URL'),
     BENCHGEN_API_TOKEN: optionalString,
     BENCHGEN_WEBHOOK_SECRET: optionalString,
     PUBLIC_URL: url('public base URL of this bot, used to register the webhook'),
     SANDBOX_TIME_SCALE: positiveNumber(1),
-    PORT: positiveInt(3000),
+    PORT: port(3000),
     WORKER_CONCURRENCY: positiveInt(8),
     SPEND_CONFIRM_THRESHOLD: positiveNumber(200),
     CHAT_BUDGET: positiveNumber(1000),
+    SPEND_CAP_PERSON: positiveNumber(2000),
+    SPEND_CAP_WORKSPACE: positiveNumber(10000),
+    SPEND_CAP_DAYS: positiveInt(7),
     ADMIN_USER_IDS: optionalString,
-    RECONCILE_CRON: optionalString.transform((v) => v ?? '* * * * *'),
+    RECONCILE_CRON: cronSchedule('* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
     WORKER_STALE_SECONDS: positiveNumber(30),
     ...ENGINE_ENV,
-    LOG_LEVEL: z
-      .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
-      .optional()
-      .transform((v) => v ?? 'info'),
+    // A refinement, not z.enum: a failed enum stops zod before the cross-variable checks below run.
+    LOG_LEVEL: optionalString
+      .transform((v) => v ?? 'info')
+      .refine((v) => LOG_LEVELS.includes(v), { message: `must be one of ${LOG_LEVELS.join(', ')}` }),
   })
   .superRefine((env, ctx) => {
     if (!env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) {
@@ -163,6 +193,11 @@ export interface Config {
   spending: {
     confirmThreshold: number;
     chatBudget: number;
+    /** Credits one person (over the threads they started) may spend per period without an Approve click. */
+    personCap: number;
+    /** Credits the whole workspace may spend per period without an Approve click. */
+    workspaceCap: number;
+    capPeriodDays: number;
     adminUserIds: string[];
   };
   reconcile: { cron: string; overdueSeconds: number };
@@ -176,11 +211,10 @@ export interface Config {
 export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   const parsed = z.object(ENGINE_ENV).safeParse(env);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
+    throw new ConfigError(problemsOf(parsed.error.issues));
   }
   if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
-    throw new ConfigError('INFERENCE_API_KEY', 'is set but INFERENCE_URL is not: set the endpoint it is for');
+    throw new ConfigError([{ variable: 'INFERENCE_API_KEY', detail: 'is set but INFERENCE_URL is not: set the endpoint it is for' }]);
   }
   return engineConfig(parsed.data);
 }
@@ -244,23 +278,42 @@ function isFolder(value: string): boolean {
   }
 }
 
-/** Thrown for a missing or invalid variable; the message is one line naming it and what to do. */
+export interface ConfigProblem {
+  variable: string;
+  detail: string;
+}
+
+/**
+ * Thrown for missing or invalid variables. The message is one line per problem, each naming its
+ * variable and what to do; `variable` is the first one named.
+ */
 export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    detail: string,
-  ) {
-    super(`Configuration error: ${variable} ${detail}`);
+  readonly variable: string;
+  readonly problems: ConfigProblem[];
+  constructor(problems: ConfigProblem[]) {
+    const lines = problems.map((p) => `${p.variable} ${p.detail}`);
+    super(lines.length === 1 ? `Configuration error: ${lines[0]}` : `Configuration errors (${lines.length}):\n  ${lines.join('\n  ')}`);
     this.name = 'ConfigError';
+    this.variable = problems[0]?.variable ?? 'environment';
+    this.problems = problems;
   }
 }
 
-/** Reads and validates the environment. Throws {@link ConfigError} on the first problem found. */
+/** One problem per variable (the first zod found): a value that fails two checks is one line. */
+function problemsOf(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): ConfigProblem[] {
+  const byVariable = new Map<string, ConfigProblem>();
+  for (const issue of issues) {
+    const variable = String(issue.path[0] ?? 'environment');
+    if (!byVariable.has(variable)) byVariable.set(variable, { variable, detail: issue.message });
+  }
+  return [...byVariable.values()];
+}
+
+/** Reads and validates the environment. Throws {@link ConfigError} listing every problem found. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
+    throw new ConfigError(problemsOf(parsed.error.issues));
   }
   const e = parsed.data;
   return {
@@ -294,6 +347,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     spending: {
       confirmThreshold: e.SPEND_CONFIRM_THRESHOLD,
       chatBudget: e.CHAT_BUDGET,
+      personCap: e.SPEND_CAP_PERSON,
+      workspaceCap: e.SPEND_CAP_WORKSPACE,
+      capPeriodDays: e.SPEND_CAP_DAYS,
       adminUserIds: (e.ADMIN_USER_IDS ?? '')
         .split(',')
         .map((s) => s.trim())

@@ -40,10 +40,16 @@ describe('loadConfig', () => {
     [{ ...base, PORT: 'eighty' }, 'PORT'],
     [{ ...base, DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
     [{ ...base, SLACK_APP_TOKEN: 'xoxb-wrong-kind' }, 'SLACK_APP_TOKEN'],
-    [{ ...base, BENCHGEN_API_URL: 'https://bench.example' }, 'BENCHGEN_API_TOKEN'],
+    [{ ...base, BENCHGEN_API_URL: 'https://bench.example', BENCHGEN_WEBHOOK_SECRET: 'whsec_x' }, 'BENCHGEN_API_TOKEN'],
     [{ ...base, BENCHGEN_API_URL: 'https://bench.example', BENCHGEN_API_TOKEN: 't' }, 'BENCHGEN_WEBHOOK_SECRET'],
     [{ ...base, AGENT_PRICES: '{"m":{"input":"free"}}' }, 'AGENT_PRICES'],
     [{ ...base, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ ...base, PORT: '70000' }, 'PORT'],
+    [{ ...base, PORT: '-1' }, 'PORT'],
+    [{ ...base, RECONCILE_CRON: 'bad' }, 'RECONCILE_CRON'],
+    [{ ...base, RECONCILE_CRON: '61 * * * *' }, 'RECONCILE_CRON'],
+    [{ ...base, DATABASE_URL: 'localhost:5432/db' }, 'DATABASE_URL'],
+    [{ ...base, DATABASE_URL: 'mysql://u:p@localhost/db' }, 'DATABASE_URL'],
     [{ ...base, BENCHMARKS_DIR: '/no/such/benchmarks/folder' }, 'BENCHMARKS_DIR'],
   ])('names the variable in one line: %#', (env, variable) => {
     const error = errorOf(env as Record<string, string>);
@@ -51,6 +57,33 @@ describe('loadConfig', () => {
     expect(error.variable).toBe(variable);
     expect(error.message.startsWith(`Configuration error: ${variable} `)).toBe(true);
     expect(error.message).not.toContain('\n');
+  });
+
+  it('reports every problem at once, one line each naming its variable', () => {
+    const error = errorOf({
+      SLACK_BOT_TOKEN: 'xoxb-x',
+      SLACK_SIGNING_SECRET: 's',
+      PORT: '70000',
+      RECONCILE_CRON: 'bad',
+      DATABASE_URL: 'localhost:5432/db',
+      LOG_LEVEL: 'loud',
+      BENCHGEN_API_URL: 'https://bench.example',
+    });
+    expect(error.problems.map((p) => p.variable).sort()).toEqual(
+      ['ANTHROPIC_API_KEY', 'BENCHGEN_API_TOKEN', 'BENCHGEN_WEBHOOK_SECRET', 'DATABASE_URL', 'LOG_LEVEL', 'PORT', 'RECONCILE_CRON'].sort(),
+    );
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('Configuration errors (7):');
+    for (const problem of error.problems) expect(lines).toContain(`  ${problem.variable} ${problem.detail}`);
+    expect(error.message).toMatch(/RECONCILE_CRON must be a cron schedule of 5 or 6 fields/);
+    expect(error.message).toMatch(/PORT must be a TCP port from 1 to 65535/);
+  });
+
+  it('accepts the edge values', () => {
+    const config = loadConfig({ ...base, PORT: '65535', RECONCILE_CRON: '*/30 * * * * *', DATABASE_URL: 'postgresql://u:p@db.internal/verdict' });
+    expect(config.port).toBe(65535);
+    expect(config.reconcile.cron).toBe('*/30 * * * * *');
+    expect(config.databaseUrl).toBe('postgresql://u:p@db.internal/verdict');
   });
 
   it('resolves BENCHMARKS_DIR to an absolute folder, unset by default', () => {

@@ -21,6 +21,11 @@ export function createModelClient(config: Config['agent']): ModelClient {
   return { create: (request) => client.messages.create(request) };
 }
 
+/** The client with every request scrubbed of the bot's secrets (a platform error quoting the token, say) before it is sent. */
+export function withScrubbedRequests(client: ModelClient, scrubber: { scrubValue<T>(value: T): T }): ModelClient {
+  return { create: (request) => client.create(scrubber.scrubValue(request)) };
+}
+
 export function usageOf(response: ModelResponse): TokenUsage {
   return {
     inputTokens: response.usage.input_tokens ?? 0,

@@ -1,7 +1,9 @@
 // The spend guard: code, not prompt, decides whether a launch may happen in this turn.
 import { sql } from 'kysely';
 import { ACTION_IDS } from '../slack/action-ids.js';
+import { grantOfTrigger } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
+import { lockWorkspaceSpending, spendingInPeriod, type SpendingFigures } from '../store/spending.js';
 import { baselineRunId, findStep, nextStep, parsePlan, type Plan, type PlanStepKind } from './plan.js';
 import type { ToolContext } from './tools/tool.js';
 
@@ -11,7 +13,10 @@ export type LaunchIntent =
   | { tool: 'dataset-build'; runId: string; augmentation: number; heldOutFraction: number }
   | { tool: 'training-launch'; datasetId: string; baseModelId: string };
 
-/** What a button authorizes; stored in its value and checked again when it is clicked. */
+/**
+ * What a button authorizes. Written into its value when posted and stored with the post; a click is
+ * judged against the stored grant of the message it came from, never against the value it carries.
+ */
 export type ButtonGrant =
   | { kind: 'approve'; intent: LaunchIntent; credits: number }
   | { kind: 'next'; action: NextAction }
@@ -32,19 +37,30 @@ export function mayApprove(ctx: Pick<ToolContext, 'chat' | 'config'>, userId: st
   return userId !== null && (userId === ctx.chat.owner_user_id || ctx.config.spending.adminUserIds.includes(userId));
 }
 
-export function parseGrant(value: unknown): ButtonGrant | undefined {
-  if (typeof value !== 'string') return undefined;
-  try {
-    const grant = JSON.parse(value) as ButtonGrant;
-    return grant && typeof grant === 'object' && typeof grant.kind === 'string' ? grant : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * The grant of the button this trigger's click claimed, as stored with the message the bot posted;
+ * the value the click carried is never read. Undefined for any other trigger.
+ */
+export async function storedGrant(ctx: Pick<ToolContext, 'db' | 'trigger'>): Promise<ButtonGrant | undefined> {
+  return grantOfTrigger(ctx.db, ctx.trigger);
 }
 
-export function buttonGrant(ctx: Pick<ToolContext, 'trigger'>): ButtonGrant | undefined {
-  if (ctx.trigger.kind !== 'button') return undefined;
-  return parseGrant((ctx.trigger.payload as { value?: unknown }).value);
+export interface SpendingCaps {
+  personCap: number;
+  workspaceCap: number;
+  capPeriodDays: number;
+}
+
+/** Which cap, if any, a launch of `credits` would pass, given what was spent in the period. */
+export function capExceeded(
+  spent: SpendingFigures,
+  credits: number,
+  caps: SpendingCaps,
+): { scope: 'person' | 'workspace'; spent: number; cap: number } | undefined {
+  const over = (already: number, cap: number) => credits > 0 && already + credits > cap + 1e-9;
+  if (over(spent.person, caps.personCap)) return { scope: 'person', spent: spent.person, cap: caps.personCap };
+  if (over(spent.workspace, caps.workspaceCap)) return { scope: 'workspace', spent: spent.workspace, cap: caps.workspaceCap };
+  return undefined;
 }
 
 function sameIntent(a: LaunchIntent, b: LaunchIntent): boolean {
@@ -120,9 +136,15 @@ export async function authorizeLaunch(
 ): Promise<GuardDecision> {
   const earlier = await earlierAuthorization(ctx);
   if (earlier) return earlier;
-  const decision = await decide(ctx, intent, price, options);
-  if (decision.allowed) await rememberAuthorization(ctx, decision);
-  return decision;
+  // One workspace's decisions are serialized across replicas, so two launches cannot both fit
+  // under a cap that has room for one: the allowed one is written before the lock is released.
+  return ctx.db.transaction().execute(async (trx) => {
+    const inTrx = { ...ctx, db: trx };
+    if (price.credits > 0) await lockWorkspaceSpending(trx, ctx.chat.team_id);
+    const decision = await decide(inTrx, intent, price, options);
+    if (decision.allowed) await rememberAuthorization(inTrx, decision, price.credits);
+    return decision;
+  });
 }
 
 /**
@@ -144,11 +166,20 @@ async function earlierAuthorization(ctx: ToolContext): Promise<GuardDecision | u
 }
 
 /** Written before the platform is called, so a crash after the call still finds it. */
-async function rememberAuthorization(ctx: ToolContext, decision: Extract<GuardDecision, { allowed: true }>): Promise<void> {
+async function rememberAuthorization(ctx: ToolContext, decision: Extract<GuardDecision, { allowed: true }>, credits: number): Promise<void> {
   if (!ctx.toolUseId || !ctx.turn) return;
   await ctx.db
     .insertInto('launch_authorizations')
-    .values({ team_id: ctx.chat.team_id, turn_id: ctx.turn.id, tool_use_id: ctx.toolUseId, idempotency_key: decision.idempotencyKey, plan_step: decision.planStep })
+    .values({
+      team_id: ctx.chat.team_id,
+      turn_id: ctx.turn.id,
+      tool_use_id: ctx.toolUseId,
+      idempotency_key: decision.idempotencyKey,
+      plan_step: decision.planStep,
+      credits: Math.max(0, credits),
+      spender_user_id: ctx.chat.owner_user_id,
+      chat_id: ctx.chat.id,
+    })
     .onConflict((oc) => oc.columns(['turn_id', 'tool_use_id']).doNothing())
     .execute();
 }
@@ -170,6 +201,12 @@ async function decide(
     case 'platform_event':
     case 'reconcile': {
       const next = plan ? nextStep(plan) : undefined;
+      if (ctx.chat.decision) {
+        return {
+          allowed: false,
+          reason: 'Refused by the spend guard: the person closed this thread\'s plan with a decision; nothing more is launched here without their new request.',
+        };
+      }
       if (!plan || !planStep || !next || next.kind !== planStep || next.status === 'failed') {
         return {
           allowed: false,
@@ -183,7 +220,7 @@ async function decide(
       if (!mayApprove(ctx, ctx.trigger.user_id)) {
         return { allowed: false, reason: 'Refused by the spend guard: the person who pressed the button may not spend in this chat.' };
       }
-      const grant = buttonGrant(ctx);
+      const grant = await storedGrant(ctx);
       if (grant?.kind === 'approve') {
         if (!sameIntent(grant.intent, intent)) {
           return { allowed: false, reason: 'Refused by the spend guard: the approval button covers a different launch.' };
@@ -237,6 +274,17 @@ async function decide(
       return {
         allowed: false,
         reason: `Not launched: this thread has spent ${spent.toFixed(2)} credits and this launch (${price.credits}) would pass its budget of ${chatBudget}. The person must press Approve.`,
+        approval: { intent, credits: price.credits },
+      };
+    }
+    const caps = ctx.config.spending;
+    const figures = await spendingInPeriod(ctx.db, ctx.chat.team_id, ctx.chat.owner_user_id, caps.capPeriodDays);
+    const over = capExceeded(figures, price.credits, caps);
+    if (over) {
+      const whose = over.scope === 'person' ? `<@${ctx.chat.owner_user_id}> has` : 'this workspace has';
+      return {
+        allowed: false,
+        reason: `Not launched: ${whose} spent ${over.spent.toFixed(2)} of ${over.scope === 'person' ? 'their' : 'its'} ${over.cap}-credit cap for the last ${caps.capPeriodDays} days, and this launch (${price.credits}) would pass it. The person must press Approve.`,
         approval: { intent, credits: price.credits },
       };
     }

@@ -18,7 +18,8 @@ Tools
 - run-status and training-status read a run or a training job; account-balance reads the credits left.
 
 Reports
-- Launch: the exact model id, the run or job id with its link, the price, the balance, and what happens next.
+- Launch: the exact model id, the run or job id with its link, the price, the balance, when it should finish (the tool's estimate, with its time zone), and what happens next.
 - Run finished: the score (per category when given), then what you do next.
 - Comparison: two to four sentences of narrative around the verdict that the analysis gives, including its reason, whether the gains were measured on trained-on questions only (a memorization check) and the cost so far.
+- Write in the person's words: name steps and outcomes as the tool results phrase them ("the baseline run", "memorized"), never as identifiers such as tool names, plan step kinds or snake_case values.
 - Say once in launch reports what does the work, as the tool result names it: "sandbox" for the simulated platform, else the engine (for example "llama.cpp, CPU, 2 threads").`;

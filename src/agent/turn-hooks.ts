@@ -1,8 +1,10 @@
 // Turn hooks: who may press a button, what the model reads for each trigger, what follows a turn.
 import type { Run, TrainingJob } from '../platform/platform.js';
+import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
 import { findResourceByPlatformId, rearmResourceEvent, updateResourceStatus } from '../store/resources.js';
 import { describePlan, findStep, nextStep, parsePlan, updateStep, type Plan, type PlanStepKind } from './plan.js';
-import { buttonGrant, mayApprove } from './spend-guard.js';
+import { recordDecision } from '../store/decisions.js';
+import { mayApprove, storedGrant } from './spend-guard.js';
 import { describeRun } from './tools/run-status.js';
 import { savePlan } from './tools/shared.js';
 import type { ToolContext } from './tools/tool.js';
@@ -42,17 +44,29 @@ function renderWithPlan(ctx: ToolContext, text: string): string {
   return plan ? `${text}\n\n[Agreed plan of this thread]\n${describePlan(plan)}` : text;
 }
 
-function renderButton(ctx: ToolContext): string {
-  const grant = buttonGrant(ctx);
+async function renderButton(ctx: ToolContext): Promise<string | SkipTurn> {
+  const grant = await storedGrant(ctx);
   const who = `<@${ctx.trigger.user_id}>`;
-  if (!grant) return renderWithPlan(ctx, renderTriggerText(ctx.trigger));
+  if (!grant) return { skip: 'a button trigger without a stored grant: nothing was offered, nothing is done' };
+  if (grant.kind === 'next' && grant.action.action === 'keep_model') {
+    const label = String((ctx.trigger.payload as { label?: unknown }).label ?? 'Keep this model');
+    const decision = await recordDecision(ctx.db, ctx.chat.team_id, ctx.chat.id, {
+      kind: 'keep_model',
+      modelId: grant.action.modelId,
+      label,
+      by: ctx.trigger.user_id ?? ctx.chat.owner_user_id,
+      at: new Date().toISOString(),
+    });
+    ctx.chat.decision = decision;
+    return `[${who} pressed "${label}"] Recorded in code: this thread keeps the model ${decision.modelId} (decided by <@${decision.by}>), and its plan is closed: nothing more will be launched here unless the person asks again. Confirm this to them in one or two sentences; launch nothing.`;
+  }
   switch (grant.kind) {
     case 'approve':
       return renderWithPlan(ctx, `[${who} pressed "Approve ${grant.credits} credits"] They approve exactly this launch: ${JSON.stringify(grant.intent)}. Make it now with the matching tool, then report.`);
     case 'next':
       return renderWithPlan(ctx, `[${who} pressed the next-step button] They ask for exactly this step: ${JSON.stringify(grant.action)}. Do it (for train_on_failures: dataset-build on that run with that held-out fraction, then training-launch of that model), then report.`);
     case 'pick':
-      return renderWithPlan(ctx, `[${who} picked an option] ${grant.text}`);
+      return renderWithPlan(ctx, `[${who} picked an option] ${boundInbound(grant.text, INBOUND_LIMITS.buttonValue)}`);
     case 'retry':
       return renderWithPlan(ctx, `[${who} pressed Retry] Continue where the conversation stopped.`);
   }

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
 import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
+import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
 import type { SlackPoster } from '../slack/poster.js';
 import { recordActivity } from '../store/activity.js';
 import { getChatOfTrigger } from '../store/chats.js';
@@ -17,6 +18,7 @@ import { triggerFiles } from '../store/trigger-files.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
+import { withFinalCost } from './tools/benchmark-analyze.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
 import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
@@ -145,7 +147,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
         chatId: chat.id,
         turnId: turn.id,
         role: 'user',
-        content: [{ type: 'text', text }],
+        content: [{ type: 'text', text: boundInbound(text, INBOUND_LIMITS.turnInput) }],
       }),
     );
   }
@@ -195,7 +197,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 
   const turnRows = rows.filter((row) => row.turn_id === turn.id);
   const answer = finalText(turnRows);
-  const attachments = turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []);
+  const attachments = await withFinalCost(ctx, turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []));
   const mention = trigger.user_id ?? chat.owner_user_id;
   const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox, engine: deps.engine ?? null });
   await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });
@@ -334,10 +336,10 @@ export function renderTriggerText(trigger: Trigger): string {
       const files = triggerFiles(trigger);
       const shared = files.map((f) => `"${f.name}" (file id ${f.id}, ${f.mimetype}, ${f.size} bytes)`);
       const attached = shared.length ? `\n[Files shared with this message: ${shared.join('; ')}. benchmark-import makes one a benchmark.]` : '';
-      return `[Slack message from <@${trigger.user_id}>]\n${String(payload.text ?? '')}${attached}`;
+      return `[Slack message from <@${trigger.user_id}>]\n${boundInbound(String(payload.text ?? ''), INBOUND_LIMITS.messageText)}${attached}`;
     }
     case 'button':
-      return `[<@${trigger.user_id}> pressed the button "${String(payload.label ?? payload.actionId ?? '')}"]`;
+      return `[<@${trigger.user_id}> pressed the button "${boundInbound(String(payload.label ?? payload.actionId ?? ''), INBOUND_LIMITS.buttonLabel)}"]`;
     case 'retry':
       return `[<@${trigger.user_id}> asked to retry. Continue where the conversation stopped.]`;
     default:

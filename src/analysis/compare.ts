@@ -17,7 +17,7 @@ import type {
   SubsetFigures,
   TrainingSplit,
 } from './types.js';
-import { buildVerdict, generalizationNote, memorizationNote, noiseNote } from './verdict.js';
+import { buildVerdict, generalizationNote, memorizationNote, noiseNote, notTrainedOnNote } from './verdict.js';
 
 const SAMPLE_IDS = 10;
 const MAX_RESAMPLES = 1_000_000;
@@ -287,6 +287,7 @@ export function compareRuns(input: CompareInput): Comparison {
       },
       memorizationNote: memorizationNote(trainedFigures, scoring),
       generalizationNote: generalizationNote(split),
+      notTrainedOnNote: notTrainedOnNote(split, scoring),
     };
   }
 

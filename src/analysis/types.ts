@@ -120,6 +120,11 @@ export interface TrainingSplit {
   memorizationNote: string;
   /** Why generalization could not be judged; null when it could. */
   generalizationNote: string | null;
+  /**
+   * What the questions not trained on can show when they were all right before (they can only stay
+   * right or break: a forgetting check, not generalization); null otherwise.
+   */
+  notTrainedOnNote: string | null;
 }
 
 /** How one before-outcome stratum of the questions not trained on moved. */
@@ -159,10 +164,20 @@ export interface NoiseFloor {
   note: string;
 }
 
-export type VerdictOutcome = 'improved' | 'regressed' | 'no_detectable_change';
+/**
+ * `memorized`: every question that failed before was trained on, so only memorization (and
+ * forgetting) was measured, not whether training helps on questions it did not see.
+ */
+export type VerdictOutcome = 'improved' | 'regressed' | 'no_detectable_change' | 'memorized';
 
 export interface Verdict {
   outcome: VerdictOutcome;
+  /**
+   * One line in the user's words: the category and what it was measured on, with the figures the
+   * table shows for it (e.g. "Memorized: 35 of 41 trained questions now right; generalization not
+   * measured"), so it never reads against the table.
+   */
+  headline: string;
   /** One plain sentence, built from the figures. */
   reason: string;
   /** The questions the verdict was decided on. */

@@ -63,10 +63,12 @@ export interface TrainingFigures {
  * With them: the questions not trained on, standardized to all questions by before-outcome
  * (`TrainingSplit.generalization`), because training was chosen by the before-outcome and a plain
  * paired test on the rest would read run-to-run noise as forgetting; the trained-on change is
- * reported only as a memorization check. When every failed question was trained on, no
- * improvement can be claimed and generalization was not measured: the outcome is `regressed` only
- * when a rerun of the baseline shows that right answers break less often by chance than they did
- * here, else `no_detectable_change`, and the reason says how to measure generalization.
+ * reported only as a memorization check. When every failed question was trained on, generalization
+ * was not measured and no improvement can be claimed: the outcome is `regressed` when a rerun of
+ * the baseline shows that right answers break less often by chance than they did here, else
+ * `memorized` (what was measured is how many trained questions are now right), and the reason says
+ * how to measure generalization. Every outcome comes with a headline built from the same figures
+ * as the table.
  */
 export function buildVerdict(
   scoring: Scoring,
@@ -86,17 +88,23 @@ export function buildVerdict(
   };
 
   if (coverage.joined === 0) {
-    const reason =
-      coverage.before + coverage.after === 0
-        ? 'Both runs are empty, so nothing could be compared.'
-        : `No question appeared in both runs (${formatCount(coverage.onlyBefore.count)} only before, ` +
-          `${formatCount(coverage.onlyAfter.count)} only after), so nothing could be compared.`;
-    return { ...base, outcome: 'no_detectable_change', reason };
+    const empty = coverage.before + coverage.after === 0;
+    const reason = empty
+      ? 'Both runs are empty, so nothing could be compared.'
+      : `No question appeared in both runs (${formatCount(coverage.onlyBefore.count)} only before, ` +
+        `${formatCount(coverage.onlyAfter.count)} only after), so nothing could be compared.`;
+    const headline = empty ? 'Nothing to compare: both runs are empty' : 'Nothing to compare: no question appeared in both runs';
+    return { ...base, outcome: 'no_detectable_change', headline, reason };
   }
 
   if (!training) {
     const outcome = decideOutcome(basisFigures, scoring);
-    return { ...base, outcome, reason: sentence(outcome, basisFigures, scoring, resamples, '', '') };
+    return {
+      ...base,
+      outcome,
+      headline: allQuestionsHeadline(outcome, basisFigures, scoring),
+      reason: sentence(outcome, basisFigures, scoring, resamples, '', ''),
+    };
   }
 
   const g = training.generalization;
@@ -104,7 +112,22 @@ export function buildVerdict(
     let outcome: VerdictOutcome = g.interval.lower > 0 ? 'improved' : g.interval.upper < 0 ? 'regressed' : 'no_detectable_change';
     const moved = g.rightBefore.moved + g.wrongBefore.moved;
     if (scoring === 'graded' && moved < MIN_MOVED_FOR_GRADED_VERDICT) outcome = 'no_detectable_change';
-    return { ...base, method: g.method, outcome, reason: generalizationSentence(outcome, g, overall.questions, training, scoring) };
+    return {
+      ...base,
+      method: g.method,
+      outcome,
+      headline: generalizationHeadline(outcome, g, training, scoring),
+      reason: generalizationSentence(outcome, g, overall.questions, training, scoring),
+    };
+  }
+  if (training.generalizationMeasured) {
+    // Some failures were left out, but no right-before question was: the others cannot be weighted to all.
+    const rightWord = scoring === 'graded' ? 'at full marks' : 'right';
+    const reason =
+      `Some failed questions were left out of training, but every question ${rightWord} before was trained on, ` +
+      `so the change on the others cannot be weighted to all questions and generalization was not estimated; ` +
+      `the ${changeText(training.trainedOn, scoring)} on the ${questions(training.trainedOn.questions, 'trained-on')} is a memorization check.`;
+    return { ...base, outcome: 'no_detectable_change', headline: 'No detectable change: generalization could not be estimated', reason };
   }
 
   const others = training.notTrainedOn;
@@ -120,10 +143,78 @@ export function buildVerdict(
         `${formatCount(others.table.broken)} of the ${questions(rightOthers, 'other')} that were right before broke ` +
         `(${formatPercent(b)}), more than the ${formatPercent(r)} a rerun of the baseline breaks by chance ` +
         `(difference ${formatPoints(b - r)}, 95% lower bound ${formatPoints(lower)}): that is forgetting.`;
-      return { ...base, method: 'break_rate_vs_rerun', outcome: 'regressed', reason };
+      const headline =
+        `Regressed: ${formatCount(others.table.broken)} of the ${questions(rightOthers)} not trained on broke, ` +
+        `more than a rerun of the baseline breaks by chance; generalization not measured`;
+      return { ...base, method: 'break_rate_vs_rerun', outcome: 'regressed', headline, reason };
     }
   }
-  return { ...base, outcome: 'no_detectable_change', reason: memorizationOnlySentence(scoring, training, noise !== null) };
+  const trained = training.trainedOn;
+  if (trained.questions === 0) {
+    return {
+      ...base,
+      outcome: 'no_detectable_change',
+      headline: 'No detectable change: none of the trained-on questions appeared in both runs; generalization not measured',
+      reason: memorizationOnlySentence(scoring, training, noise !== null),
+    };
+  }
+  return { ...base, outcome: 'memorized', headline: memorizedHeadline(trained, scoring), reason: memorizationOnlySentence(scoring, training, noise !== null) };
+}
+
+const OUTCOME_WORDS: Record<VerdictOutcome, string> = {
+  improved: 'Improved',
+  regressed: 'Regressed',
+  no_detectable_change: 'No detectable change',
+  memorized: 'Memorized',
+};
+
+/** "Improved: accuracy 61.0% → 74.0% (+13.0 pts, 95% CI +5.0 to +20.8)", the figures of the "All questions" row. */
+function allQuestionsHeadline(outcome: VerdictOutcome, figures: PairedFigures, scoring: Scoring): string {
+  const graded = scoring === 'graded' ? figures.graded : null;
+  const before = graded ? graded.meanBefore : figures.accuracyBefore.rate;
+  const after = graded ? graded.meanAfter : figures.accuracyAfter.rate;
+  const interval = graded ? graded.interval : figures.change.interval;
+  const ci = interval ? `, 95% ${graded ? 'bootstrap ' : ''}CI ${formatPointsRange(interval)}` : '';
+  return (
+    `${OUTCOME_WORDS[outcome]}: ${metricName(scoring)} ${formatPercent(before)} → ${formatPercent(after)} ` +
+    `(${formatPoints(changeOf(figures, scoring))}${ci})`
+  );
+}
+
+/** The figure of the "Not trained on, weighted to all" row, and what the trained questions show. */
+function generalizationHeadline(outcome: VerdictOutcome, g: GeneralizationEstimate, training: TrainingFigures, scoring: Scoring): string {
+  const figure = `${formatPoints(g.estimate)} on the questions not trained on, weighted to all (95% CI ${formatPointsRange(g.interval)})`;
+  if (outcome === 'improved') return `Improved beyond the trained questions: ${figure}`;
+  if (outcome === 'regressed') return `Regressed beyond the trained questions: ${figure}`;
+  const trained = training.trainedOn.questions > 0 ? `; ${memorizedFigure(training.trainedOn, scoring)} (memorization)` : '';
+  return `No detectable change beyond the trained questions: ${figure}${trained}`;
+}
+
+function memorizedHeadline(trained: SubsetFigures, scoring: Scoring): string {
+  return `Memorized: ${memorizedFigure(trained, scoring)}; generalization not measured`;
+}
+
+/** "35 of 41 trained questions now right" (graded: the mean score on them, before → after). */
+function memorizedFigure(trained: SubsetFigures, scoring: Scoring): string {
+  if (scoring === 'graded') {
+    const before = formatPercent(trained.graded?.meanBefore ?? null);
+    const after = formatPercent(trained.graded?.meanAfter ?? null);
+    return `mean score on the ${questions(trained.questions, 'trained')} ${before} → ${after}`;
+  }
+  return `${formatCount(trained.accuracyAfter.count)} of ${questions(trained.questions, 'trained')} now right`;
+}
+
+/** What the questions not trained on can show when every one of them was right before: only forgetting. */
+export function notTrainedOnNote(training: TrainingFigures, scoring: Scoring): string | null {
+  const others = training.notTrainedOn;
+  if (training.generalizationMeasured || others.questions === 0) return null;
+  const right = scoring === 'graded' ? 'at full marks' : 'right';
+  const wrong = scoring === 'graded' ? 'lose marks' : 'break';
+  const all = others.questions === 1 ? 'The 1 question not trained on was' : `The ${formatCount(others.questions)} questions not trained on were all`;
+  return (
+    `${all} ${right} before, so they can only stay ${right} or ${wrong}: that row is a forgetting check ` +
+    'and cannot show whether training helps on questions it did not see.'
+  );
 }
 
 /** Reason for a verdict on the standardized change of the questions not trained on. */

@@ -2,6 +2,7 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { INBOUND_LIMITS } from '../slack/limits.js';
 import type { Db } from '../store/db.js';
 
 export interface HttpServerOptions {
@@ -9,8 +10,13 @@ export interface HttpServerOptions {
   logger: Logger;
   port: number;
   host?: string;
+  /** Slack's requests; a POST arrives with its body already read (at most {@link INBOUND_LIMITS}) as `rawBody`. */
   slack: RequestListener | undefined;
   webhook: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** Socket Mode connection state; /healthz fails while it is not 'connected'. Absent in HTTP mode. */
+  socketState?: () => string;
+  /** True while the bot is still starting; /healthz then answers 503 "starting". */
+  starting?: () => boolean;
 }
 
 export const WEBHOOK_PATH = '/webhooks/platform';
@@ -33,6 +39,78 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<str
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * Reads a body of at most `limit` bytes without holding more: a declared `content-length` above it is
+ * refused before a byte is read, a longer chunked body as soon as it passes the limit. Returns
+ * undefined when too large (the caller answers 413 with {@link refuseTooLarge}), null when the client
+ * went away before the body ended (nothing to answer).
+ */
+export async function readBoundedBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined | null> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return undefined;
+  return new Promise<Buffer | undefined | null>((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.pause();
+        chunks.length = 0;
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    // The request stream fails or closes early only when the client goes away (an aborted upload).
+    const onClose = () => {
+      cleanup();
+      chunks.length = 0;
+      resolve(null);
+    };
+    const onError = onClose;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/** How long, and how much, a refused body is still drained (and dropped) so the 413 reaches the client before the connection closes. */
+const LINGER_MS = 1000;
+const LINGER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Answers 413, then closes the connection after a short lingering drain: closing a socket with
+ * unread data resets it, and the reset can destroy the answer before the client reads it. Nothing
+ * drained is kept.
+ */
+export function refuseTooLarge(req: IncomingMessage, res: ServerResponse, limit: number): void {
+  const text = JSON.stringify({ error: `body too large: at most ${limit} bytes` });
+  res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+  let drained = 0;
+  const close = () => req.socket.destroy();
+  const timer = setTimeout(close, LINGER_MS);
+  req.socket.once('close', () => clearTimeout(timer));
+  req.on('error', () => undefined);
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > LINGER_BYTES) close();
+  });
+  req.resume();
+}
+
 async function databaseReachable(db: Db): Promise<boolean> {
   try {
     await Promise.race([
@@ -45,13 +123,46 @@ async function databaseReachable(db: Db): Promise<boolean> {
   }
 }
 
+async function handleSlack(slack: RequestListener, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === 'POST') {
+    const limit = INBOUND_LIMITS.requestBodyBytes;
+    const body = await readBoundedBody(req, limit);
+    if (body === null) return;
+    if (body === undefined) return refuseTooLarge(req, res, limit);
+    (req as IncomingMessage & { rawBody?: Buffer }).rawBody = body;
+  }
+  try {
+    slack(req, res);
+  } catch (error) {
+    // Bolt throws for a path or method it does not serve.
+    if ((error as { code?: string }).code === 'slack_bolt_http_receiver_deferred_request_error') return sendJson(res, 404, { error: 'not found' });
+    throw error;
+  }
+}
+
 export async function startHttpServer(options: HttpServerOptions): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
+  const failed = (what: string, req: IncomingMessage, res: ServerResponse) => (error: unknown) => {
+    options.logger.error({ err: error, method: req.method, path: (req.url ?? '/').split('?')[0] }, `${what} failed; the process stays up`);
+    if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+    else res.destroy();
+  };
   const server = http.createServer((req, res) => {
+    try {
+      route(req, res);
+    } catch (error) {
+      failed('request', req, res)(error);
+    }
+  });
+  const route = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/healthz') {
-      void databaseReachable(options.db).then((ok) =>
-        sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'database unreachable' }),
-      );
+      if (options.starting?.()) return sendJson(res, 503, { status: 'starting' });
+      const socket = options.socketState?.();
+      void databaseReachable(options.db).then((ok) => {
+        const socketOk = socket === undefined || socket === 'connected';
+        const status = !ok ? 'database unreachable' : !socketOk ? `slack socket ${socket}` : 'ok';
+        sendJson(res, ok && socketOk ? 200 : 503, socket === undefined ? { status } : { status, slackSocket: socket });
+      });
       return;
     }
     if (path === WEBHOOK_PATH) {
@@ -63,11 +174,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
       return;
     }
     if (options.slack && path?.startsWith('/slack/')) {
-      options.slack(req, res);
+      handleSlack(options.slack, req, res).catch(failed('slack request', req, res));
       return;
     }
     sendJson(res, 404, { error: 'not found' });
-  });
+  };
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

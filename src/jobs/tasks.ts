@@ -2,6 +2,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
+import { BUTTON_FEEDBACK_TASK, type ButtonFeedback } from '../store/button-choices.js';
 import { RUN_TURN_TASK } from '../store/triggers.js';
 import { reconcileOverdue } from './reconcile.js';
 
@@ -49,5 +50,8 @@ export function createTaskList(deps: TaskDeps): TaskList {
       ...(csv ? { csv } : {}),
     });
   };
-  return { [RUN_TURN_TASK]: runTurnTask, [RECONCILE_TASK]: reconcileTask, [PUBLISH_HOME_TASK]: publishHomeTask };
+  const buttonFeedbackTask: Task = async (payload) => {
+    await deps.turn.poster.buttonFeedback(payload as ButtonFeedback);
+  };
+  return { [RUN_TURN_TASK]: runTurnTask, [RECONCILE_TASK]: reconcileTask, [PUBLISH_HOME_TASK]: publishHomeTask, [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask };
 }

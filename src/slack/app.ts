@@ -1,26 +1,47 @@
 // Bolt wiring: Socket Mode when an app-level token is set, HTTP mode (/slack/events) otherwise.
-import { App, HTTPReceiver, LogLevel, type Logger as BoltLogger } from '@slack/bolt';
-import type { RequestListener } from 'node:http';
+import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
+import type { RetryOptions, WebClientOptions } from '@slack/web-api';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { describeError, StartupError } from '../startup-error.js';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
+import { formatLogArgs } from './log-format.js';
+
+/** Socket Mode connection state as the socket-mode client reports it; 'none' in HTTP mode. */
+export type SocketState = 'none' | 'connecting' | 'connected' | 'reconnecting' | 'disconnected';
 
 export interface SlackApp {
   app: App;
   /** In HTTP mode, the handler for Slack's requests, mounted on the bot's HTTP server. */
   requestListener: RequestListener | undefined;
+  socketState(): SocketState;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
+/** Start-up calls (auth.test, apps.connections.open) retry 3 times over about 7 s, 5 s per try. */
+export const STARTUP_RETRIES = { retries: 3, factor: 2, minTimeout: 1000, maxTimeout: 4000, randomize: false } as const;
+const SLACK_TIMEOUT_MS = 5000;
+/** Once connected, Socket Mode reconnects keep the socket-mode client's own patient policy. */
+const RECONNECT_RETRIES = { retries: 100, factor: 1.3, minTimeout: 1000, maxTimeout: 60_000, randomize: false } as const;
+
 function boltLogger(logger: Logger): BoltLogger {
   const child = logger.child({ component: 'bolt' });
   let level = LogLevel.INFO;
+  // The Web API client logs each failed request as "http request failed <cause>"; the retry
+  // policy's own line (method, attempt, delay) says it better, so that one stays at debug.
+  const warn = (...msg: unknown[]) => {
+    const text = formatLogArgs(msg);
+    if (text.startsWith('http request failed')) child.debug(text);
+    else child.warn(text);
+  };
   return {
-    debug: (...msg) => child.debug(msg.map(String).join(' ')),
-    info: (...msg) => child.info(msg.map(String).join(' ')),
-    warn: (...msg) => child.warn(msg.map(String).join(' ')),
-    error: (...msg) => child.error(msg.map(String).join(' ')),
+    debug: (...msg) => child.debug(formatLogArgs(msg)),
+    info: (...msg) => child.info(formatLogArgs(msg)),
+    warn,
+    error: (...msg) => child.error(formatLogArgs(msg)),
     setLevel: (l) => {
       level = l;
     },
@@ -29,16 +50,148 @@ function boltLogger(logger: Logger): BoltLogger {
   };
 }
 
+/**
+ * Why a Slack request body is not one Bolt can take, or undefined when it is. Bolt's HTTP receiver
+ * reads `body.ssl_check` and `body.type` of whatever the body parses to, so a signed `null` (JSON, or
+ * `payload=null` in a form) threw a TypeError outside any handler and ended the process. Parsing
+ * follows Bolt's rules: a form's `payload` field is JSON, any other form is its fields, else JSON.
+ */
+export function slackBodyProblem(rawBody: Buffer, contentType: string | undefined): string | undefined {
+  const text = rawBody.toString('utf8');
+  let parsed: unknown;
+  try {
+    if (contentType === 'application/x-www-form-urlencoded') {
+      const form = parseQuery(text);
+      if (form.payload === undefined) return undefined;
+      if (typeof form.payload !== 'string') return 'the form carries more than one payload field';
+      parsed = JSON.parse(form.payload);
+    } else {
+      parsed = JSON.parse(text);
+    }
+  } catch {
+    return 'the body is not valid JSON';
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return 'the body is not a JSON object';
+  return undefined;
+}
+
+/** Bolt's request listener behind a check of the (already read) body: a malformed one is a 400, never a crash. */
+function guardedListener(listener: RequestListener, logger: Logger): RequestListener {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const rawBody = (req as IncomingMessage & { rawBody?: Buffer }).rawBody;
+    const problem = req.method === 'POST' && rawBody ? slackBodyProblem(rawBody, req.headers['content-type']) : undefined;
+    if (problem) {
+      logger.warn({ path: req.url, problem }, 'malformed Slack request refused');
+      const text = JSON.stringify({ error: `malformed request: ${problem}` });
+      res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
+    listener(req, res);
+  };
+}
+
+interface WebApiErrorLike {
+  code?: string;
+  data?: { error?: string };
+  statusCode?: number;
+  original?: { message?: string; code?: string; config?: { url?: string } };
+  attemptNumber?: number;
+  retriesLeft?: number;
+  message?: string;
+}
+
+/**
+ * A Web API retry policy that logs every retry with its method, attempt and delay. The object is
+ * kept by reference by the client, so {@link RetryPolicy.relax} changes the policy of later calls.
+ */
+interface RetryPolicy {
+  options: RetryOptions;
+  clientOptions: Pick<WebClientOptions, 'retryConfig' | 'requestInterceptor' | 'timeout'>;
+  relax(): void;
+}
+
+function retryPolicy(logger: Logger, what: string): RetryPolicy {
+  let lastUrl: string | undefined;
+  // p-retry (under the Web API client) calls onFailedAttempt with attemptNumber and retriesLeft set.
+  const options: RetryOptions & { onFailedAttempt(error: unknown): void } = {
+    ...STARTUP_RETRIES,
+    onFailedAttempt: (error: unknown) => {
+      const e = error as WebApiErrorLike;
+      const url = e.original?.config?.url ?? lastUrl ?? '';
+      const method = url.split('/').pop() || 'unknown';
+      const attempt = e.attemptNumber ?? 0;
+      const retriesLeft = e.retriesLeft ?? 0;
+      const delayMs = Math.min(options.maxTimeout ?? Infinity, (options.minTimeout ?? 1000) * (options.factor ?? 2) ** (attempt - 1));
+      const cause = e.original?.message ?? describeError(error);
+      if (retriesLeft > 0) logger.warn({ component: 'slack-web-api', client: what, method, attempt, retriesLeft, delayMs, cause }, `Slack ${method} failed; retrying in ${delayMs} ms`);
+      else logger.warn({ component: 'slack-web-api', client: what, method, attempt, cause }, `Slack ${method} failed; no retry left`);
+    },
+  };
+  return {
+    options,
+    clientOptions: {
+      retryConfig: options,
+      timeout: SLACK_TIMEOUT_MS,
+      requestInterceptor: (request) => {
+        lastUrl = request.url;
+        return request;
+      },
+    },
+    relax: () => Object.assign(options, RECONNECT_RETRIES),
+  };
+}
+
+const REJECTED_TOKEN = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type', 'team_disabled', 'user_removed_from_team']);
+
+/** Turns a failed auth.test or apps.connections.open into one line naming the token it was about. */
+function slackStartError(error: unknown, token: 'SLACK_BOT_TOKEN' | 'SLACK_APP_TOKEN', apiUrl: string): StartupError {
+  const e = error as WebApiErrorLike;
+  const purpose = token === 'SLACK_BOT_TOKEN' ? 'verify SLACK_BOT_TOKEN' : 'open a Socket Mode connection with SLACK_APP_TOKEN';
+  if (e.code === 'slack_webapi_platform_error' && e.data?.error && REJECTED_TOKEN.has(e.data.error)) {
+    const where =
+      token === 'SLACK_BOT_TOKEN'
+        ? 'copy the Bot User OAuth Token (xoxb-...) from "OAuth & Permissions" in your Slack app'
+        : 'create an app-level token with the connections:write scope under "Basic Information" in your Slack app, and turn Socket Mode on';
+    return new StartupError(token, `Slack rejected ${token} (${e.data.error}): ${where}`, { cause: error });
+  }
+  if (e.code === 'slack_webapi_request_error') {
+    const cause = e.original?.message || e.original?.code || describeError(error);
+    return new StartupError(token, `cannot reach Slack at ${apiUrl} to ${purpose}: ${cause} (check the network, or SLACK_API_URL)`, { cause: error });
+  }
+  if (e.code === 'slack_webapi_http_error') {
+    return new StartupError(token, `Slack at ${apiUrl} answered HTTP ${e.statusCode} when asked to ${purpose} (check SLACK_API_URL)`, { cause: error });
+  }
+  return new StartupError(token, `could not ${purpose} at ${apiUrl}: ${describeError(error)}`, { cause: error });
+}
+
 export async function createSlackApp(config: Config, deps: ListenerDeps): Promise<SlackApp> {
   const logger = boltLogger(deps.logger);
-  const clientOptions = config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {};
+  const apiUrl = config.slack.apiUrl ?? 'https://slack.com/api/';
+  const botPolicy = retryPolicy(deps.logger, 'bot');
+  const clientOptions: WebClientOptions = { ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}), ...botPolicy.clientOptions };
   let app: App;
   let receiver: HTTPReceiver | undefined;
+  let socketState: SocketState = 'none';
+  let socketPolicy: RetryPolicy | undefined;
   if (config.slack.socketMode) {
+    socketPolicy = retryPolicy(deps.logger, 'socket');
+    const socketReceiver = new SocketModeReceiver({
+      appToken: config.slack.appToken!,
+      logger,
+      // Bolt hands the socket-mode client only these options: without them it ignores SLACK_API_URL.
+      installerOptions: { clientOptions: { ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}), ...socketPolicy.clientOptions } },
+    });
+    socketState = 'connecting';
+    for (const state of ['connecting', 'connected', 'reconnecting', 'disconnected'] as const) {
+      socketReceiver.client.on(state, () => {
+        if (state !== socketState) deps.logger.info({ component: 'slack-socket', state }, `Socket Mode ${state}`);
+        socketState = state;
+      });
+    }
     app = new App({
       token: config.slack.botToken,
-      appToken: config.slack.appToken,
-      socketMode: true,
+      receiver: socketReceiver,
       clientOptions,
       logger,
       deferInitialization: true,
@@ -58,12 +211,23 @@ export async function createSlackApp(config: Config, deps: ListenerDeps): Promis
     throw error;
   });
   registerListeners(app, deps);
-  await app.init();
+  try {
+    await app.init();
+  } catch (error) {
+    throw slackStartError(error, 'SLACK_BOT_TOKEN', apiUrl);
+  }
   return {
     app,
-    requestListener: receiver?.requestListener,
+    requestListener: receiver ? guardedListener(receiver.requestListener, deps.logger) : undefined,
+    socketState: () => socketState,
     start: async () => {
-      if (config.slack.socketMode) await app.start();
+      if (!config.slack.socketMode) return;
+      try {
+        await app.start();
+      } catch (error) {
+        throw slackStartError(error, 'SLACK_APP_TOKEN', apiUrl);
+      }
+      socketPolicy?.relax();
     },
     stop: async () => {
       if (config.slack.socketMode) await app.stop();

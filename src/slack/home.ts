@@ -1,8 +1,10 @@
 // Publishes a user's App Home view (the Activity log) and sends its CSV export to the user's DM.
 import type { ViewsPublishArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { createScrubber, type SecretScrubber } from '../logger.js';
 import { activityCsvRows, activityTotals, listActivity, type ActivityScope } from '../store/activity-queries.js';
 import type { Db } from '../store/db.js';
+import { spendingInPeriod } from '../store/spending.js';
 import { ACTION_IDS } from './action-ids.js';
 import { buildActivityCsv, buildHomeView, HOME_PAGE_SIZE, type HomeBalance } from './blocks/app-home.js';
 import type { SlackClients } from './poster.js';
@@ -24,6 +26,10 @@ export interface HomePublisherDeps {
   now?: () => Date;
   /** How long the view waits for the balance. */
   balanceTimeoutMs?: number;
+  /** Scrubs the bot's secrets from every view and CSV export before it leaves. */
+  scrubber?: SecretScrubber;
+  /** The spending caps; with them the header shows where the viewer stands. */
+  caps?: { personCap: number; workspaceCap: number; capPeriodDays: number };
 }
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
@@ -61,6 +67,7 @@ function normalizeBalance(reading: BalanceReading): HomeBalance | null {
 export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ component: 'app-home' });
+  const scrubber = deps.scrubber ?? createScrubber();
 
   const readBalance = async (): Promise<HomeBalance | null> => {
     if (!deps.getBalance) return null;
@@ -74,12 +81,20 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
 
   const publishView = async (teamId: string, userId: string, scope: ActivityScope, page: number) => {
     const query = { teamId, viewerId: userId, scope };
-    const [list, totals, balance] = await Promise.all([
+    const caps = deps.caps;
+    const [list, totals, balance, spent] = await Promise.all([
       listActivity(deps.db, { ...query, limit: HOME_PAGE_SIZE, offset: page * HOME_PAGE_SIZE }),
       activityTotals(deps.db, { ...query, since: new Date(now().getTime() - WEEK_MS) }),
       readBalance(),
+      caps ? spendingInPeriod(deps.db, teamId, userId, caps.capPeriodDays) : undefined,
     ]);
-    const view = buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance });
+    const spending =
+      caps && spent
+        ? { person: spent.person, personCap: caps.personCap, workspace: spent.workspace, workspaceCap: caps.workspaceCap, periodDays: caps.capPeriodDays }
+        : undefined;
+    const view = scrubber.scrubValue(
+      buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance, ...(spending ? { spending } : {}) }),
+    );
     try {
       await deps.clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
     } catch (error) {
@@ -118,7 +133,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
         channel_id: channelId,
         filename,
         title: filename,
-        content: buildActivityCsv(rows),
+        content: scrubber.scrub(buildActivityCsv(rows)),
         initial_comment: comment,
       });
     } catch (error) {

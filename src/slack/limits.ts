@@ -23,6 +23,27 @@ export const SLACK_LIMITS = {
   postIntervalMsPerChannel: 1000,
 } as const;
 
+/**
+ * What the bot accepts from Slack, bounded as Slack's own limits would bound it. A request to
+ * `/slack/events` larger than `requestBodyBytes` is refused unread (Slack's payloads are a few kB;
+ * a message holds at most 40,000 characters); text and button values beyond these reach the model
+ * truncated, with a note saying so.
+ */
+export const INBOUND_LIMITS = {
+  requestBodyBytes: 1024 * 1024,
+  messageText: SLACK_LIMITS.messageText,
+  buttonValue: SLACK_LIMITS.buttonValue,
+  buttonLabel: SLACK_LIMITS.buttonText,
+  /** The whole user message of one turn (the trigger's text, the plan, the facts of an event). */
+  turnInput: 60_000,
+} as const;
+
+/** Cuts inbound text to `max` characters and says how much was cut, so the model knows it saw part. */
+export function boundInbound(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}\n[… ${text.length - max} more characters cut: the bot reads at most ${max}]`;
+}
+
 /** Shortens text to `max` characters, ending with an ellipsis when cut. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;

@@ -1,10 +1,14 @@
 // Delivers a chat's pending posts to Slack exactly once, in order, paced per channel.
 import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { createScrubber, type SecretScrubber } from '../logger.js';
+import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
-import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, type PostPayload } from '../store/posts.js';
+import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, setPostPermalink, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
+import { retireChosen } from './blocks/button-choices.js';
 import { SLACK_LIMITS } from './limits.js';
+import { formatLogArgs } from './log-format.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
 
@@ -40,9 +44,9 @@ function slackLoggerFrom(logger: Logger) {
   let level = 'info';
   return {
     debug: () => undefined,
-    info: (...msg: unknown[]) => child.debug(msg.map(String).join(' ')),
-    warn: (...msg: unknown[]) => child.warn(msg.map(String).join(' ')),
-    error: (...msg: unknown[]) => child.error(msg.map(String).join(' ')),
+    info: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
+    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
+    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
     setLevel: (l: string) => {
       level = l;
     },
@@ -60,10 +64,12 @@ interface SlackErrorLike {
 }
 
 export class SlackPoster {
+  /** `scrubber`: every post and ephemeral is scrubbed of the bot's secrets on its way out. */
   constructor(
     private readonly db: Db,
     private readonly clients: SlackClients,
     private readonly logger: Logger,
+    private readonly scrubber: SecretScrubber = createScrubber(),
   ) {}
 
   /**
@@ -82,11 +88,11 @@ export class SlackPoster {
     if (attempt > 1) {
       const existingTs = await this.findPosted(post);
       if (existingTs) {
-        await markPostDelivered(this.db, post.team_id, post.id, existingTs, await this.permalink(post.channel_id, existingTs));
+        await this.recordDelivered(post, existingTs);
         return;
       }
     }
-    const payload = post.payload as unknown as PostPayload;
+    const payload = this.scrubber.scrubValue(post.payload as unknown as PostPayload);
     const args = {
       channel: post.channel_id,
       thread_ts: post.thread_ts,
@@ -101,8 +107,7 @@ export class SlackPoster {
       await this.pace(post.team_id, post.channel_id);
       try {
         const result = await this.clients.writer.chat.postMessage(args);
-        const ts = String(result.ts);
-        await markPostDelivered(this.db, post.team_id, post.id, ts, await this.permalink(post.channel_id, ts));
+        await this.recordDelivered(post, String(result.ts));
         return;
       } catch (error) {
         const e = error as SlackErrorLike;
@@ -126,6 +131,13 @@ export class SlackPoster {
         throw error;
       }
     }
+  }
+
+  /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
+  private async recordDelivered(post: Post, ts: string): Promise<void> {
+    await markPostDelivered(this.db, post.team_id, post.id, ts, null);
+    const permalink = await this.permalink(post.channel_id, ts);
+    if (permalink) await setPostPermalink(this.db, post.team_id, post.id, permalink);
   }
 
   private async pace(teamId: string, channel: string): Promise<void> {
@@ -169,6 +181,43 @@ export class SlackPoster {
 
   /** Ephemeral messages are not stored: they answer a click and are never retried. */
   async postEphemeral(channel: string, user: string, text: string, threadTs?: string): Promise<void> {
-    await this.clients.writer.chat.postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+    await this.clients.writer.chat.postEphemeral({ channel, user, text: this.scrubber.scrub(text), ...(threadTs ? { thread_ts: threadTs } : {}) });
+  }
+
+  /**
+   * Rewrites a delivered post so that each choice made in it shows who chose what and when in place
+   * of its buttons. Rebuilt from the outbox payload and the stored choices, so it is safe to repeat;
+   * throws on a transient failure so the job retries.
+   */
+  async refreshChoices(teamId: string, postId: string): Promise<void> {
+    const post = await this.db.selectFrom('posts').selectAll().where('team_id', '=', teamId).where('id', '=', postId).executeTakeFirst();
+    if (!post?.slack_ts) return;
+    const payload = post.payload as unknown as PostPayload;
+    const chosen = await madeChoices(this.db, teamId, postId);
+    if (!payload.blocks || chosen.length === 0) return;
+    try {
+      await this.clients.writer.chat.update({
+        channel: post.channel_id,
+        ts: post.slack_ts,
+        text: this.scrubber.scrub(payload.text),
+        blocks: this.scrubber.scrubValue(retireChosen(payload.blocks, chosen)) as never,
+      });
+    } catch (error) {
+      const e = error as SlackErrorLike;
+      if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
+        this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
+        return;
+      }
+      throw error;
+    }
+  }
+
+  /** Runs a button-feedback job: the message update after a choice, or an ephemeral answer to a click. */
+  async buttonFeedback(feedback: ButtonFeedback): Promise<void> {
+    if (feedback.kind === 'update') {
+      await this.refreshChoices(feedback.teamId, feedback.postId);
+      return;
+    }
+    await this.postEphemeral(feedback.channel, feedback.user, feedback.text, feedback.threadTs);
   }
 }

@@ -1,5 +1,6 @@
 // Slack posts as an outbox: written with the turn's other writes, delivered exactly once afterwards.
 import { sql } from 'kysely';
+import { storeOfferedChoices } from './button-choices.js';
 import type { Db } from './db.js';
 import type { Post } from './tables.js';
 
@@ -8,11 +9,15 @@ export interface PostPayload {
   blocks?: unknown[];
 }
 
-/** Stores a post unless one with the same key exists (a retried turn re-creates nothing). */
+/**
+ * Stores a post unless one with the same key exists (a retried turn re-creates nothing), with the
+ * grants of the buttons it offers, in one transaction (the caller's, when it has one).
+ */
 export async function createPost(
   db: Db,
   post: { teamId: string; chatId: string; turnId: string | null; postKey: string; channelId: string; threadTs: string; payload: PostPayload },
 ): Promise<Post> {
+  if (!db.isTransaction && post.payload.blocks?.length) return db.transaction().execute((trx) => createPost(trx, post));
   const inserted = await db
     .insertInto('posts')
     .values({
@@ -27,7 +32,10 @@ export async function createPost(
     .onConflict((oc) => oc.constraint('posts_key').doNothing())
     .returningAll()
     .executeTakeFirst();
-  if (inserted) return inserted;
+  if (inserted) {
+    await storeOfferedChoices(db, { id: inserted.id, teamId: post.teamId, chatId: post.chatId, blocks: post.payload.blocks });
+    return inserted;
+  }
   // A retried turn: the post was created by the earlier attempt.
   return db
     .selectFrom('posts')
@@ -67,6 +75,10 @@ export async function markPostDelivered(db: Db, teamId: string, postId: string, 
     .where('team_id', '=', teamId)
     .where('id', '=', postId)
     .execute();
+}
+
+export async function setPostPermalink(db: Db, teamId: string, postId: string, permalink: string): Promise<void> {
+  await db.updateTable('posts').set({ permalink }).where('team_id', '=', teamId).where('id', '=', postId).execute();
 }
 
 export async function markPostFailed(db: Db, teamId: string, postId: string, error: string): Promise<void> {

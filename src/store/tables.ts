@@ -16,6 +16,8 @@ export interface ChatsTable {
   thread_ts: string;
   owner_user_id: string;
   plan: Json<unknown> | null;
+  /** What a person decided with a button that ends the loop (keep a model), with who and when. */
+  decision: ColumnType<unknown, string | undefined | null, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -153,7 +155,37 @@ export interface LaunchAuthorizationsTable {
   tool_use_id: string;
   idempotency_key: string;
   plan_step: string | null;
+  /** Credits the launch was allowed for; counted against the spending caps until it is recorded. */
+  credits: Numeric;
+  /** The person whose cap the launch counts against (the thread's owner). */
+  spender_user_id: string | null;
+  chat_id: BigId | null;
   created_at: Generated<Timestamp>;
+}
+
+export interface ButtonChoicesTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  post_id: BigId;
+  /** The actions block of the post; its buttons are alternatives, and the first allowed click takes them all. */
+  block_index: number;
+  claimed_by: string | null;
+  claimed_at: NullableTimestamp;
+  chosen_grant_id: BigId | null;
+  created_at: Generated<Timestamp>;
+}
+
+export interface ButtonGrantsTable {
+  id: Generated<string>;
+  team_id: string;
+  choice_id: BigId;
+  post_id: BigId;
+  action_id: string;
+  label: string;
+  /** The exact value posted with the button; a click carrying another value is refused. */
+  value: string;
+  grant: Json<unknown>;
 }
 
 export interface Database {
@@ -168,6 +200,8 @@ export interface Database {
   worker_heartbeats: WorkerHeartbeatsTable;
   channel_post_slots: ChannelPostSlotsTable;
   launch_authorizations: LaunchAuthorizationsTable;
+  button_choices: ButtonChoicesTable;
+  button_grants: ButtonGrantsTable;
 }
 
 export type Chat = Selectable<ChatsTable>;

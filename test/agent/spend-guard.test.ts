@@ -1,9 +1,16 @@
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/agent/plan.js';
 import { authorizeLaunch, matchPlanStep, type LaunchIntent } from '../../src/agent/spend-guard.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { loadConfig } from '../../src/config.js';
+import { migrateJobEngine } from '../../src/jobs/worker.js';
+import { ACTION_IDS } from '../../src/slack/action-ids.js';
+import { claimButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
+import { createPost, markPostDelivered } from '../../src/store/posts.js';
+import { getTrigger } from '../../src/store/triggers.js';
 import type { Chat, Trigger, TriggerKind } from '../../src/store/tables.js';
 import { createTestDatabase } from '../helpers/database.js';
 
@@ -37,6 +44,7 @@ let chatId: string;
 beforeAll(async () => {
   handle = createDb(await createTestDatabase('guard'));
   await migrateToLatest(handle.db);
+  await migrateJobEngine(handle.pool, pino({ level: 'silent' }));
   const chat = await handle.db
     .insertInto('chats')
     .values({ team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: JSON.stringify(plan) })
@@ -51,6 +59,26 @@ afterAll(async () => {
 function ctx(kind: TriggerKind, userId: string | null, payload: Record<string, unknown> = {}, chatPlan: Plan | null = plan): ToolContext {
   const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;
   const trigger = { id: '7', team_id: 'T1', chat_id: chatId, kind, user_id: userId, payload } as unknown as Trigger;
+  return { db: handle.db, config, chat, trigger } as unknown as ToolContext;
+}
+
+/** Posts a message in the chat offering one button with this value, and clicks it as the owner: the button trigger. */
+async function clicked(value: string, chatPlan: Plan | null = null): Promise<ToolContext> {
+  const post = await createPost(handle.db, {
+    teamId: 'T1',
+    chatId,
+    turnId: null,
+    postKey: `p-${randomBytes(4).toString('hex')}`,
+    channelId: 'C1',
+    threadTs: '1.0',
+    payload: { text: 'x', blocks: [{ type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Go' }, action_id: ACTION_IDS.nextStep, value }] }] },
+  });
+  const ts = `2.${randomBytes(4).toString('hex')}`;
+  await markPostDelivered(handle.db, 'T1', post.id, ts, null);
+  const claim = await claimButtonClick(handle.db, { teamId: 'T1', channelId: 'C1', messageTs: ts, actionId: ACTION_IDS.nextStep, value, userId: 'UOWNER' }, { adminUserIds: [] });
+  if (claim.outcome !== 'claimed') throw new Error(`click not claimed: ${claim.outcome}`);
+  const trigger = (await getTrigger(handle.db, claim.triggerId))!;
+  const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;
   return { db: handle.db, config, chat, trigger } as unknown as ToolContext;
 }
 
@@ -105,23 +133,29 @@ describe('spend guard', () => {
     expect(overBudget).toMatchObject({ allowed: false, reason: expect.stringMatching(/spent 85.50 credits/) });
 
     const value = JSON.stringify({ kind: 'approve', intent: rogue, credits: 60 });
-    const approved = await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' });
-    expect(approved).toMatchObject({ allowed: true, idempotencyKey: `chat-${chatId}-button-7-benchmark-launch` });
-    const other = await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), { ...rogue, modelId: 'base' }, cheap, { toolUseId: 'h' });
+    const approve = await clicked(value);
+    const approved = await authorizeLaunch(approve, rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' });
+    expect(approved).toMatchObject({ allowed: true, idempotencyKey: `chat-${chatId}-button-${approve.trigger.id}-benchmark-launch` });
+    const other = await authorizeLaunch(approve, { ...rogue, modelId: 'base' }, cheap, { toolUseId: 'h' });
     expect(other.allowed).toBe(false);
-    const dearer = await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), rogue, { credits: 61, availableCredits: 500 }, { toolUseId: 'h' });
+    const dearer = await authorizeLaunch(approve, rogue, { credits: 61, availableCredits: 500 }, { toolUseId: 'h' });
     expect(dearer.allowed).toBe(false);
-    const stranger = await authorizeLaunch(ctx('button', 'USTRANGER', { value }, null), rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' });
-    expect(stranger.allowed).toBe(false);
+    const stranger = { ...approve, trigger: { ...approve.trigger, user_id: 'USTRANGER' } };
+    expect((await authorizeLaunch(stranger, rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' })).allowed).toBe(false);
+    // The value a button trigger carried is never read: only the grant stored with the message counts.
+    const forged = ctx('button', 'UOWNER', { value }, null);
+    expect(await authorizeLaunch(forged, rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' })).toMatchObject({ allowed: false });
+    const otherChat = { ...approve, trigger: { ...approve.trigger, chat_id: '999999' } };
+    expect((await authorizeLaunch(otherChat, rogue, { credits: 60, availableCredits: 500 }, { toolUseId: 'h' })).allowed).toBe(false);
   });
 
   it('lets a next-step button launch exactly its action', async () => {
-    const value = JSON.stringify({ kind: 'next', action: { action: 'train_on_failures', runId: 'run_9', modelId: 'base', heldOutFraction: 0.3, augmentation: 5 } });
+    const button = await clicked(JSON.stringify({ kind: 'next', action: { action: 'train_on_failures', runId: 'run_9', modelId: 'base', heldOutFraction: 0.3, augmentation: 5 } }));
     const build = { tool: 'dataset-build', runId: 'run_9', augmentation: 5, heldOutFraction: 0.3 } as LaunchIntent;
-    expect((await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), build, { credits: 0, availableCredits: 0 }, { toolUseId: 'i' })).allowed).toBe(true);
+    expect((await authorizeLaunch(button, build, { credits: 0, availableCredits: 0 }, { toolUseId: 'i' })).allowed).toBe(true);
     const job = { tool: 'training-launch', datasetId: 'ds_9', baseModelId: 'base' } as LaunchIntent;
-    expect((await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), job, { credits: 1, availableCredits: 500 }, { toolUseId: 'j', datasetRunId: 'run_9' })).allowed).toBe(true);
-    expect((await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), job, { credits: 1, availableCredits: 500 }, { toolUseId: 'j', datasetRunId: 'run_8' })).allowed).toBe(false);
-    expect((await authorizeLaunch(ctx('button', 'UOWNER', { value }, null), rogue, cheap, { toolUseId: 'k' })).allowed).toBe(false);
+    expect((await authorizeLaunch(button, job, { credits: 1, availableCredits: 500 }, { toolUseId: 'j', datasetRunId: 'run_9' })).allowed).toBe(true);
+    expect((await authorizeLaunch(button, job, { credits: 1, availableCredits: 500 }, { toolUseId: 'j', datasetRunId: 'run_8' })).allowed).toBe(false);
+    expect((await authorizeLaunch(button, rogue, cheap, { toolUseId: 'k' })).allowed).toBe(false);
   });
 });

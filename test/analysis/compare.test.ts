@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AnalysisError, compareRuns, type CompareInput, type QuestionOutcome } from '../../src/analysis/index.js';
 import { combine, idsWhere, numbersIn, runsWith } from './helpers.js';
 import { wilsonInterval } from '../../src/analysis/paired-statistics.js';
-import { formatPointsRange } from '../../src/analysis/format.js';
+import { formatPercent, formatPointsRange } from '../../src/analysis/format.js';
 
 function expectAnalysisError(input: CompareInput, code: AnalysisError['code']): void {
   let thrown: unknown;
@@ -40,12 +40,14 @@ describe('the paired table and verdict', () => {
     expect(c.verdict.reason).toBe(
       'Accuracy rose from 61.0% to 74.0% (+13.0 pts, 95% CI +5.0 to +20.8); 15 questions fixed vs 2 broken, McNemar p = 0.0023.',
     );
+    expect(c.verdict.headline).toBe('Improved: accuracy 61.0% → 74.0% (+13.0 pts, 95% CI +5.0 to +20.8)');
   });
 
   it('reports a regression', () => {
     const c = compareRuns(runsWith({ bothRight: 59, fixed: 2, broken: 15, bothWrong: 24 }));
     expect(c.verdict.outcome).toBe('regressed');
     expect(c.verdict.reason).toMatch(/^Accuracy fell from 74\.0% to 61\.0% \(-13\.0 pts, 95% CI -20\.8 to -5\.0\)/);
+    expect(c.verdict.headline).toBe('Regressed: accuracy 74.0% → 61.0% (-13.0 pts, 95% CI -20.8 to -5.0)');
   });
 
   it('says how large a change would have shown when none is detected', () => {
@@ -56,6 +58,7 @@ describe('the paired table and verdict', () => {
       'Accuracy rose from 62.0% to 64.0% (+2.0 pts, 95% CI -3.8 to +7.8), 5 questions fixed vs 3 broken, ' +
         'McNemar p = 0.73, so no change was detected; with 100 questions only a change of about 7.8 pts or more would reliably show.',
     );
+    expect(c.verdict.headline).toBe('No detectable change: accuracy 62.0% → 64.0% (+2.0 pts, 95% CI -3.8 to +7.8)');
   });
 
   it('lists the first fixed and broken ids in ascending order', () => {
@@ -211,6 +214,7 @@ describe('edge cases return well-defined results', () => {
     expect(c.verdict.outcome).toBe('no_detectable_change');
     expect(c.verdict.reason).toBe('No question appeared in both runs (4 only before, 3 only after), so nothing could be compared.');
     expect(compareRuns({ before: [], after: [] }).verdict.reason).toBe('Both runs are empty, so nothing could be compared.');
+    expect(c.verdict.headline).toBe('Nothing to compare: no question appeared in both runs');
   });
 
   it('does not call one fixed question an improvement', () => {
@@ -280,6 +284,8 @@ describe('trained-on and held-out questions', () => {
         '6 of the 10 failed before and left out of training were fixed (60.0%), 2 of the 60 right before broke (3.3%); ' +
         'the +83.3 pts on the 30 trained-on questions is a memorization check.',
     );
+    expect(c.verdict.headline).toBe(`Improved beyond the trained questions: +22.0 pts on the questions not trained on, weighted to all (95% CI ${formatPointsRange(g.interval)})`);
+    expect(training.notTrainedOnNote).toBeNull();
   });
 
   it('reads no change into run-to-run noise, though the questions not trained on were mostly right before', () => {
@@ -296,6 +302,7 @@ describe('trained-on and held-out questions', () => {
     expect(c.training!.notTrainedOn.mcnemarP).toBeLessThan(0.0001);
     expect(c.training!.generalization!.estimate).toBeCloseTo(0, 12);
     expect(c.verdict.outcome).toBe('no_detectable_change');
+    expect(c.verdict.headline).toMatch(/^No detectable change beyond the trained questions: 0\.0 pts on the questions not trained on, weighted to all \(95% CI -[\d.]+ to \+[\d.]+\); 300 of 320 trained questions now right \(memorization\)$/);
     expect(c.verdict.reason).toMatch(/accuracy did not move \(95% CI -[\d.]+ to \+[\d.]+\): 6 of the 80 failed before .* 30 of the 600 right before broke \(5\.0%\), so no change was detected;/);
   });
 
@@ -325,7 +332,12 @@ describe('trained-on and held-out questions', () => {
     expect(c.training!.generalizationMeasured).toBe(false);
     expect(c.training!.generalization).toBeNull();
     expect(c.verdict.generalizationMeasured).toBe(false);
-    expect(c.verdict.outcome).toBe('no_detectable_change');
+    expect(c.verdict.outcome).toBe('memorized');
+    expect(c.verdict.headline).toBe('Memorized: 38 of 40 trained questions now right; generalization not measured');
+    expect(c.training!.notTrainedOnNote).toBe(
+      'The 60 questions not trained on were all right before, so they can only stay right or break: that row is a ' +
+        'forgetting check and cannot show whether training helps on questions it did not see.',
+    );
     expect(c.verdict.reason).toBe(
       'Every question that failed before was trained on, so the change is a memorization check: accuracy on them rose ' +
         'from 0.0% to 95.0% (+95.0 pts), and 2 of the 60 other questions broke, which without a rerun of the baseline ' +
@@ -343,7 +355,7 @@ describe('trained-on and held-out questions', () => {
     const trainedIds = idsWhere(memorized, (b) => !b.correct);
     // Without a rerun, 20 of 60 broken could be a very noisy model: no claim.
     const alone = compareRuns({ ...memorized, trainedOn: trainedIds });
-    expect(alone.verdict.outcome).toBe('no_detectable_change');
+    expect(alone.verdict.outcome).toBe('memorized');
     expect(alone.verdict.reason).toMatch(/20 of the 60 other questions broke, which without a rerun of the baseline cannot be told apart from run-to-run noise/);
 
     // A rerun of the baseline that breaks 1 of its 60 right answers: 20 of 60 is forgetting.
@@ -352,20 +364,36 @@ describe('trained-on and held-out questions', () => {
     expect(quiet.noiseFloor!.breaks).toMatchObject({ count: 1, total: 60 });
     expect(quiet.verdict.outcome).toBe('regressed');
     expect(quiet.verdict.method).toBe('break_rate_vs_rerun');
+    expect(quiet.verdict.headline).toBe(
+      'Regressed: 20 of the 60 questions not trained on broke, more than a rerun of the baseline breaks by chance; generalization not measured',
+    );
     expect(quiet.verdict.reason).toMatch(/^Every question that failed before was trained on, so generalization was not measured; but 20 of the 60 other questions that were right before broke \(33\.3%\), more than the 1\.7% a rerun of the baseline breaks by chance/);
 
     // A rerun that breaks as many as the trained model did: no claim.
     const noisyRerun = memorized.before.map((q, i) => (i >= memorized.before.length - 20 ? { ...q, correct: false } : q));
     const noisy = compareRuns({ ...memorized, trainedOn: trainedIds, baselineRerun: noisyRerun });
-    expect(noisy.verdict.outcome).toBe('no_detectable_change');
+    expect(noisy.verdict.outcome).toBe('memorized');
     expect(noisy.verdict.reason).toMatch(/20 of the 60 other questions broke, no more than a rerun of the baseline breaks by chance/);
+  });
+
+  it('does not claim every failure was trained on when only the right answers all were', () => {
+    // Trained on every question right before and 30 of the 40 failures; 10 failures left out.
+    const c = compareRuns({ ...runs, trainedOn: [...trainedOn, ...passedPart.before.map((q) => q.questionId)] });
+    expect(c.training!.generalizationMeasured).toBe(true);
+    expect(c.training!.generalization).toBeNull();
+    expect(c.verdict.outcome).toBe('no_detectable_change');
+    expect(c.verdict.headline).toBe('No detectable change: generalization could not be estimated');
+    expect(c.verdict.reason).toMatch(/^Some failed questions were left out of training, but every question right before was trained on/);
+    expect(c.verdict.reason).not.toMatch(/Every question that failed before was trained on/);
   });
 
   it('handles training on every compared question', () => {
     const all = runsWith({ fixed: 20, bothRight: 5 });
     const c = compareRuns({ ...all, trainedOn: idsWhere(all, () => true) });
     expect(c.training!.notTrainedOn.questions).toBe(0);
-    expect(c.verdict.outcome).toBe('no_detectable_change');
+    expect(c.verdict.outcome).toBe('memorized');
+    expect(c.verdict.headline).toBe('Memorized: 25 of 25 trained questions now right; generalization not measured');
+    expect(c.training!.notTrainedOnNote).toBeNull();
     expect(c.verdict.reason).toMatch(/^Every compared question was trained on, so the change is a memorization check/);
     expect(c.training!.generalizationNote).toMatch(/^Every compared question was trained on/);
   });
@@ -473,6 +501,19 @@ describe('graded scores', () => {
     expect(better.training!.generalization!.estimate).toBeCloseTo(g.estimate + w * 0.2, 2);
     expect(better.verdict.outcome).toBe('improved');
     expect(better.verdict.reason).toMatch(/^On the \d+ questions not trained on, weighted to all 300 by how they did before, mean score rose by/);
+  });
+
+  it('calls training on every failure, graded, memorization measured as the mean score on the trained questions', () => {
+    const base = graded(100, () => 0);
+    const failed = new Set(base.before.filter((q) => q.score! < 1).map((q) => q.questionId));
+    const after = base.before.map((q) => ({ ...q, score: failed.has(q.questionId) ? 1 : q.score }));
+    const c = compareRuns({ ...base, after, trainedOn: [...failed] });
+    expect(c.training!.generalizationMeasured).toBe(false);
+    expect(c.verdict.outcome).toBe('memorized');
+    const t = c.training!.trainedOn.graded!;
+    expect(c.verdict.headline).toBe(
+      `Memorized: mean score on the ${failed.size} trained questions ${formatPercent(t.meanBefore)} → 100.0%; generalization not measured`,
+    );
   });
 
   it('will not judge when fewer than six scores moved', () => {

@@ -1,7 +1,7 @@
 // Property tests: symmetry under swapping the runs, and well-defined figures for any input.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareRuns, type Comparison, type QuestionOutcome } from '../../src/analysis/index.js';
+import { ALPHA, compareRuns, formatPercent, formatPointsRange, type Comparison, type QuestionOutcome } from '../../src/analysis/index.js';
 import {
   mcnemarExactPValue,
   minimumDetectableChange,
@@ -103,6 +103,40 @@ describe('properties of compareRuns', () => {
     );
   });
 
+  it('gives every outcome a headline that names it and states the figures it was decided on', () => {
+    fc.assert(
+      fc.property(questions, fc.boolean(), fc.boolean(), (qs, withTraining, withRerun) => {
+        const { before, after, rerun, trainedOn, heldOut } = build(qs, false);
+        const c = compareRuns({ before, after, ...(withTraining ? { trainedOn, heldOut } : {}), ...(withRerun ? { baselineRerun: rerun } : {}) });
+        const { headline, outcome } = c.verdict;
+        expect(headline).not.toMatch(/_|\n/);
+        if (c.coverage.joined === 0) {
+          expect(headline).toMatch(/^Nothing to compare: /);
+          return;
+        }
+        const word = { improved: 'Improved', regressed: 'Regressed', no_detectable_change: 'No detectable change', memorized: 'Memorized' }[outcome];
+        expect(headline.startsWith(`${word}:`) || headline.startsWith(`${word} beyond the trained questions:`)).toBe(true);
+        const o = c.overall;
+        const t = c.training;
+        if (!t) {
+          expect(headline).toContain(`${formatPercent(o.accuracyBefore.rate)} → ${formatPercent(o.accuracyAfter.rate)}`);
+          expect(headline).toContain(formatPointsRange(o.change.interval));
+          // "No detectable change" only where the table's interval includes 0 or the test is not significant.
+          const clear = o.mcnemarP < ALPHA && (o.change.interval.lower > 0 || o.change.interval.upper < 0);
+          expect(outcome === 'no_detectable_change').toBe(!clear);
+        } else if (t.generalization) {
+          expect(headline).toContain(formatPointsRange(t.generalization.interval));
+        } else if (!t.generalizationMeasured && t.trainedOn.questions > 0) {
+          // Memorization only: never "no detectable change" above a table that shows the trained questions' gain.
+          expect(['memorized', 'regressed']).toContain(outcome);
+          if (outcome === 'memorized') expect(headline).toContain(`${t.trainedOn.accuracyAfter.count} of ${t.trainedOn.questions} trained`);
+          expect(headline).toContain('generalization not measured');
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('negates the change and swaps fixed and broken when the runs are swapped', () => {
     fc.assert(
       fc.property(questions, (qs) => {
@@ -120,7 +154,7 @@ describe('properties of compareRuns', () => {
         expect(b.change.interval.upper).toBeCloseTo(-f.change.interval.lower, 12);
         expect(b.mcnemarP).toBe(f.mcnemarP);
         expect(backward.coverage.onlyBefore).toEqual(forward.coverage.onlyAfter);
-        const flipped = { improved: 'regressed', regressed: 'improved', no_detectable_change: 'no_detectable_change' };
+        const flipped = { improved: 'regressed', regressed: 'improved', no_detectable_change: 'no_detectable_change', memorized: 'memorized' };
         expect(backward.verdict.outcome).toBe(flipped[forward.verdict.outcome]);
       }),
       { numRuns: 300 },

@@ -75,6 +75,8 @@ function onPrompt(prompt: string, options: LoopScriptOptions): ScriptReply {
     if (tool === 'dataset-build') delete input.augmentation;
     return { content: [toolUse(tool, input)] };
   }
+  const recorded = /Recorded in code: (.+?)\. Confirm/.exec(prompt);
+  if (recorded) return { content: [text(`Done: ${recorded[1]}.`)] };
   const next = /pressed the next-step button\] They ask for exactly this step: (\{.*\})\./.exec(prompt);
   if (next) {
     const action = JSON.parse(next[1]!) as Record<string, unknown>;

@@ -3,15 +3,52 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxFaults } from '../../src/platform/sandbox/sandbox.js';
 import { webhookHeaders } from '../../src/platform/webhooks.js';
-import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
+import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue, type Proportion } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { formatCredits, formatUsd } from '../../src/slack/blocks/app-home.js';
+import { PLAN_STEP_KINDS } from '../../src/agent/plan.js';
 import { sendBlockAction } from '../fakes/slack-requests.js';
 import { CHANNEL, sandboxCounts, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
 import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from './loop-script.js';
 
 const OWNER = 'UOWNER';
+
+/** Every text a person sees in blocks or a view: text objects and table cells, not action ids or button values. */
+function visibleTexts(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) {
+    for (const item of node) visibleTexts(item, out);
+  } else if (node && typeof node === 'object') {
+    const obj = node as Record<string, unknown>;
+    if (['plain_text', 'mrkdwn', 'raw_text'].includes(String(obj.type)) && typeof obj.text === 'string') out.push(obj.text);
+    for (const [key, value] of Object.entries(obj)) if (key !== 'text' || typeof value !== 'string') visibleTexts(value, out);
+  }
+  return out;
+}
+
+/** Words of the code that must never reach a person: plan step kinds, enum values, tool names. */
+const INTERNAL_WORDS = [
+  ...PLAN_STEP_KINDS.filter((k) => k.includes('_')),
+  'no_detectable_change', 'train_on_failures', 'run_benchmark', 'keep_model', 'not_trained_on', 'all_questions',
+  'exact_mcnemar_and_newcombe', 'paired_bootstrap', 'stratified_wilson', 'stratified_normal', 'break_rate_vs_rerun',
+  'exact_match', 'per_model_size', 'plan step', 'benchmark-analyze', 'dataset-build', 'training-launch', 'benchmark-launch',
+];
+
+function expectNoInternalWords(posts: ReadonlyArray<{ ts: string; text: string; blocks?: unknown[] }>): void {
+  expect(posts.length).toBeGreaterThan(0);
+  for (const post of posts) {
+    const texts = [post.text, ...visibleTexts(post.blocks ?? [])];
+    expect(texts.flatMap(internalWordsIn), `post ${post.ts}: ${post.text.slice(0, 80)}`).toEqual([]);
+  }
+}
+
+/** Internal identifiers in a text: the known words, and any snake_case word (emoji codes, links and ids with digits aside). */
+function internalWordsIn(text: string): string[] {
+  const plain = text.replace(/<[^>]*>/g, ' ').replace(/https?:\/\/\S+/g, ' ').replace(/:[a-z0-9_+-]+:/g, ' ');
+  const found = INTERNAL_WORDS.filter((w) => plain.includes(w));
+  for (const m of plain.matchAll(/\b[a-z]+(?:_[a-z]+)+\b/g)) found.push(m[0]);
+  return found;
+}
 
 
 
@@ -62,6 +99,14 @@ describe('the autonomous loop', () => {
     expect(posts[1]!.text).toMatch(/Dataset \S+ built from run/);
     expect(posts[1]!.text).toMatch(/Launched LoRA training/);
     expect(posts[2]!.text).toMatch(/Launched run \S+ of benchmark 104/);
+    // Each launch report says when the step should finish, from the platform's estimated_finish_at, in UTC.
+    const eta = /Estimated finish: (?:under a minute|about \d+ min|any moment now)[^;]* \d\d:\d\d UTC; the platform will signal/;
+    expect(posts[0]!.text).toMatch(eta);
+    expect(posts[0]!.text).toContain('This is step 1 of 4 of the agreed plan (the baseline run).');
+    expect(posts[1]!.text.split('Launched LoRA training')[1]).toMatch(eta);
+    expect(posts[1]!.text).toContain('This is step 2 of 4 of the agreed plan (the training).');
+    expect(posts[2]!.text).toMatch(eta);
+    expect(posts[2]!.text).toContain('This is step 3 of 4 of the agreed plan (the run of the trained model).');
 
     expect(await sandboxCounts(h.db.db)).toEqual({ runs: 2, trainings: 1, datasets: 1 });
 
@@ -86,10 +131,12 @@ describe('the autonomous loop', () => {
     const blocks = JSON.stringify(verdict.blocks);
     const table = (verdict.blocks as Array<{ type: string; rows?: Array<Array<{ text: string }>> }>).find((b) => b.type === 'table')!;
     const row = (label: string) => table.rows!.find((r) => r[0]!.text.startsWith(label))!.map((c) => c.text);
+    // Each accuracy with its Wilson interval.
+    const withInterval = (p: Proportion) => `${formatPercent(p.rate)} (${(p.interval.lower * 100).toFixed(1)}–${(p.interval.upper * 100).toFixed(1)})`;
     expect(row('All questions')).toEqual([
       `All questions (${expected.overall.questions})`,
-      formatPercent(expected.overall.accuracyBefore.rate),
-      formatPercent(expected.overall.accuracyAfter.rate),
+      withInterval(expected.overall.accuracyBefore),
+      withInterval(expected.overall.accuracyAfter),
       `${formatPoints(expected.overall.change.estimate).replace(' pts', '')} pts (${formatPointsRange(expected.overall.change.interval)})`,
     ]);
     expect(row('Fixed')[2]).toBe(String(expected.overall.table.fixed));
@@ -97,11 +144,18 @@ describe('the autonomous loop', () => {
     expect(row('Both right')[2]).toBe(String(expected.overall.table.bothRight));
     expect(row('Both wrong')[2]).toBe(String(expected.overall.table.bothWrong));
     expect(row('McNemar')[3]).toBe(formatPValue(expected.overall.mcnemarP));
-    expect(row('Trained on')[2]).toBe(formatPercent(expected.training!.trainedOn.accuracyAfter.rate));
-    expect(row('Not trained on')[2]).toBe(formatPercent(expected.training!.notTrainedOn.accuracyAfter.rate));
+    expect(row('Trained on')[2]).toBe(withInterval(expected.training!.trainedOn.accuracyAfter));
+    expect(row('Not trained on')[2]).toBe(withInterval(expected.training!.notTrainedOn.accuracyAfter));
     expect(blocks).toContain(expected.verdict.reason.slice(0, 60));
-    // Every failed question was trained on: the verdict says generalization was not measured.
+    // Every failed question was trained on: the verdict is "memorized", says what was measured and
+    // that generalization was not, and the questions not trained on are labelled a forgetting check.
     expect(expected.training!.generalizationMeasured).toBe(false);
+    const trained = expected.training!.trainedOn;
+    const headline = (verdict.blocks as Array<{ type: string; text?: { text: string } }>).find((b) => b.type === 'section' && b.text!.text.startsWith('*:'))!.text!.text.split('\n')[0];
+    expect(headline).toBe(`*:brain: Memorized: ${trained.accuracyAfter.count} of ${trained.questions} trained questions now right; generalization not measured*`);
+    expect(blocks).not.toMatch(/no detectable change/i);
+    expect(row('Not trained on')[0]).toBe(`Not trained on, all right before (forgetting check) (${expected.training!.notTrainedOn.questions})`);
+    expect(blocks).toContain('that row is a forgetting check and cannot show whether training helps on questions it did not see');
     expect(blocks).toMatch(/memorization/i);
     expect(blocks).toContain('Retrain with 30% held out');
     // Cost of every step, charged by the platform.
@@ -125,6 +179,16 @@ describe('the autonomous loop', () => {
       'a Home view listing every turn',
     );
     for (const label of ['Mention', 'run.completed', 'training.completed']) expect(home).toContain(label);
+    // Free items (the dataset, the comparison) say "free".
+    const homeView = h.slack.homeViews.get(OWNER)!;
+    const homeText = visibleTexts(homeView).join('\n');
+    const dataset0 = await h.db.db.selectFrom('resources').select('platform_id').where('kind', '=', 'dataset').executeTakeFirstOrThrow();
+    expect(homeText).toMatch(new RegExp(`${dataset0.platform_id}[^\n]* · free`));
+    expect(homeText).not.toMatch(/~0\.00 credits est\./);
+
+    // No internal identifier reaches any post of the loop or the Home tab.
+    expectNoInternalWords(h.posts(loop.threadTs));
+    expect(visibleTexts(homeView).flatMap(internalWordsIn)).toEqual([]);
     for (const r of charged) expect(home).toContain(`${formatCredits(r.price_charged)} credits charged`);
     for (const r of runs) expect(home).toContain(r.platform_id);
   }, 120_000);
@@ -220,6 +284,7 @@ describe('the autonomous loop', () => {
     expect(second).toContain(ACTION_IDS.approve);
     expect(second).toMatch(/Approve [\d.]+ credits/);
     expect(await sandboxCounts(h.db.db)).toMatchObject({ runs: 1, trainings: 0 });
+    expectNoInternalWords(posts);
   }, 120_000);
 
   it('refuses a spend button pressed by someone who may not spend', async () => {
@@ -300,6 +365,10 @@ describe('the autonomous loop', () => {
     });
     await waitUntil(async () => ((await sandboxCounts(h0.db.db)).trainings === 1 ? true : undefined), 30_000, 'the training the button asked for');
     expect(await sandboxCounts(h0.db.db)).toMatchObject({ runs: 1, datasets: 1 });
+    // The button's launch report: when it should finish, and no internal word anywhere in the thread.
+    const [, , launched] = await h0.waitForPosts(mention.ts, 3, 30_000);
+    expect(launched!.text).toMatch(/Launched LoRA training[^]*Estimated finish: [^;]+ \d\d:\d\d UTC; the platform will signal/);
+    expectNoInternalWords(h0.posts(mention.ts));
   }, 120_000);
 
   it('asks which model when the name matches none, offering the closest as buttons', async () => {

@@ -216,10 +216,13 @@ async function checkLoop(h: Harness, threadTs: string, direct: DirectLlama, engi
   );
   const table = (verdict.blocks as Array<{ type: string; rows?: Array<Array<{ text: string }>> }>).find((b) => b.type === 'table')!;
   const row = (label: string) => table.rows!.find((r) => r[0]!.text.startsWith(label))!.map((c) => c.text);
+  // Each accuracy with its Wilson 95% interval, in points with one decimal.
+  const withInterval = (p: { rate: number | null; interval: { lower: number; upper: number } }) =>
+    `${formatPercent(p.rate)} (${(p.interval.lower * 100).toFixed(1)}–${(p.interval.upper * 100).toFixed(1)})`;
   expect(row('All questions')).toEqual([
     `All questions (${expected.overall.questions})`,
-    formatPercent(expected.overall.accuracyBefore.rate),
-    formatPercent(expected.overall.accuracyAfter.rate),
+    withInterval(expected.overall.accuracyBefore),
+    withInterval(expected.overall.accuracyAfter),
     `${formatPoints(expected.overall.change.estimate).replace(' pts', '')} pts (${formatPointsRange(expected.overall.change.interval)})`,
   ]);
   expect(row('Fixed')[2]).toBe(String(expected.overall.table.fixed));
@@ -227,7 +230,7 @@ async function checkLoop(h: Harness, threadTs: string, direct: DirectLlama, engi
   expect(row('Both right')[2]).toBe(String(expected.overall.table.bothRight));
   expect(row('Both wrong')[2]).toBe(String(expected.overall.table.bothWrong));
   expect(row('McNemar')[3]).toBe(formatPValue(expected.overall.mcnemarP));
-  expect(row('Trained on')[2]).toBe(formatPercent(expected.training!.trainedOn.accuracyAfter.rate));
+  expect(row('Trained on')[2]).toBe(withInterval(expected.training!.trainedOn.accuracyAfter));
   const blocks = JSON.stringify(verdict.blocks);
   expect(blocks).toContain(expected.verdict.reason.slice(0, 60));
   // The cost of every step, as charged by the platform's ledger.

@@ -54,7 +54,7 @@ async function runOn(inference: Partial<SandboxInferenceOptions>) {
   const models = await test.platform.findModels('stories');
   expect(models.map((m) => m.id)).toEqual(['stories260K']);
   const launched = await test.platform.launchRun({ benchmarkId: 'stories', modelId: 'stories260K' }, `llama-${sandboxes.length}`);
-  const run = await waitForRun(test.platform, launched.id, 60_000);
+  const run = await waitForRun(test.platform, launched.id, 240_000);
   const db = new pg.Pool({ connectionString: test.databaseUrl, max: 1 });
   try {
     const rows = (
@@ -88,7 +88,7 @@ describe('runs on stories260K through llama.cpp', () => {
     const results = await embedded.test.platform.listRunResults(run.id);
     expect(results.items.map((r) => r.score)).toEqual(rows.map((r) => r.score));
     expect(rows.find((r) => r.question_id === 'lily')!.score).toBe(1);
-  }, 120_000);
+  }, 300_000);
 
   it('the same run through INFERENCE_URL pointing at the embedded server gives the same answers over HTTP', async () => {
     const { run, rows } = await runOn({ url: `${server.url}/v1`, concurrency: 2 });
@@ -96,5 +96,5 @@ describe('runs on stories260K through llama.cpp', () => {
     expect(run.engine).toBe(`OpenAI-compatible endpoint ${new URL(server.url).host}`);
     expect(rows.map((r) => r.raw_output)).toEqual(embedded.rows.map((r) => r.raw_output));
     expect(run.score).toBe(embedded.run.score);
-  }, 120_000);
+  }, 300_000);
 });

@@ -1,6 +1,7 @@
 // Runs on a real inference engine through the sandbox platform, against the fault fake: stored answers, score, price, progress, events, failures.
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { priceRun } from '../../src/platform/contract.js';
 import { generationBudget } from '../../src/platform/engines/inference.js';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
@@ -39,7 +40,7 @@ async function setup(
     webhookRetry: { baseDelayMs: 20, maxDelayMs: 50 },
     inference: {
       url: fake.url,
-      benchmarkItems: async (id) => (id === BENCHMARK ? items : null),
+      benchmarkItems: async (id: string) => (id === BENCHMARK ? items : null),
       concurrency: 3, retryBaseDelayMs: 10, timeoutMs: 2_000, creditsPer1kTokens: 2, pollIntervalMs: 50, ...inference },
   });
   const db = new pg.Pool({ connectionString: test.databaseUrl, max: 2 });
@@ -161,6 +162,17 @@ describe('runs on a real inference engine', () => {
     expect(await test.platform.getBalance()).toMatchObject({ balanceCredits: before.balanceCredits, reservedCredits: 0 });
     await waitFor(() => events(receiver, test.sandbox.webhookSecret, run.id).length > 0);
     expect(events(receiver, test.sandbox.webhookSecret, run.id)).toEqual(['run.failed']);
+  });
+
+  it('runs a built-in exact-match benchmark on the engine at the price its catalogue entry quotes', async () => {
+    const { test } = await setup({ benchmarkItems: undefined });
+    const benchmark = await test.platform.getBenchmark('666');
+    const model = await test.platform.getModel('tiny-base');
+    const launched = await test.platform.launchRun({ benchmarkId: '666', modelId: 'tiny-base' }, 'built-in');
+    expect(launched.priceCredits).toBe(priceRun(benchmark.pricing, model.params));
+    const run = await waitForRun(test.platform, launched.id);
+    expect(run).toMatchObject({ status: 'completed', questionCount: benchmark.questionCount });
+    expect(run.chargedCredits).toBeLessThanOrEqual(run.priceCredits);
   });
 
   it('refuses a launch the balance cannot cover, and an unknown model or benchmark', async () => {

@@ -102,6 +102,24 @@ describe('buildHomeView', () => {
     expect(JSON.stringify(blocksOf(view({ scope: 'team' })))).toContain('<@U1>');
   });
 
+  it('says "free" for items that cost nothing, never "~0.00 credits est."', () => {
+    const free = entry({
+      resources: [
+        { kind: 'dataset', platformId: 'ds_2', webUrl: null, status: 'ready', priceEstimate: '0', priceCharged: null },
+        { kind: 'comparison', platformId: 'run_1:run_2', webUrl: null, status: 'completed', priceEstimate: '0.0000', priceCharged: null },
+        { kind: 'run', platformId: 'run_3', webUrl: null, status: 'completed', priceEstimate: '4.0000', priceCharged: '0.0000' },
+        { kind: 'run', platformId: 'run_4', webUrl: null, status: 'failed', priceEstimate: '4.0000', priceCharged: '0' },
+      ],
+    });
+    const text = blocksOf(view({ entries: [free] })).find((b) => b.type === 'section' && b.text?.text.includes('ds_2'))!.text!.text;
+    const line = (id: string) => text.split('\n').find((l) => l.includes(id))!;
+    expect(line('ds_2')).toMatch(/ · free$/);
+    expect(line('run_1:run_2')).toMatch(/ · free$/);
+    expect(line('run_3')).toMatch(/ · free$/);
+    expect(line('run_4')).toMatch(/ · not charged$/);
+    expect(text).not.toMatch(/0\.00 credits/);
+  });
+
   it('shows the header totals and the balance, or says it is unavailable', () => {
     const fields = blocksOf(view()).find((b) => b.fields)!.fields!.map((f) => f.text);
     expect(fields).toEqual([

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
-import { buildComparisonBlocks, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
+import { buildComparisonBlocks, COST_BLOCK_ID, costBlock, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
 import { updateStep } from '../plan.js';
 import { currentPlan, requireOwnResource, savePlan } from './shared.js';
@@ -27,6 +27,28 @@ export async function fetchOutcomes(platform: Platform, runId: string): Promise<
     }
     if (!page.nextCursor) return out;
     cursor = page.nextCursor;
+  }
+}
+
+/**
+ * The comparison's cost line as it stands when its turn ends: this turn's own model calls are
+ * stored by then, so the agent total equals the sum of the thread's turns. Computed when the turn's
+ * post is written, so the message carries it from the start; left as the tool wrote it if the
+ * platform cannot be read now.
+ */
+export async function withFinalCost(ctx: ToolContext, attachments: unknown[]): Promise<unknown[]> {
+  const index = attachments.findIndex((b) => (b as { block_id?: string }).block_id === COST_BLOCK_ID);
+  if (index < 0) return attachments;
+  try {
+    const { costs, agentUsd, agentTurnsUsd } = await chatCosts(ctx);
+    const plan = currentPlan(ctx);
+    const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
+    const out = [...attachments];
+    out[index] = costBlock(costs, agentUsd, Date.now() - started, agentTurnsUsd);
+    return out;
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'could not compute the final cost of the comparison; keeping the one written by the tool');
+    return attachments;
   }
 }
 
@@ -57,6 +79,10 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
     .orderBy('id')
     .execute();
   return { costs, agentUsd: Number(turns[0]?.total ?? 0), agentTurnsUsd: turns.map((t) => Number(t.cost_usd)) };
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function requireCompleted(run: Run): void {
@@ -145,13 +171,14 @@ export const benchmarkAnalyze = defineTool({
     });
     const o = comparison.overall;
     const facts = [
-      `Verdict (computed in code): ${comparison.verdict.outcome}. Reason: ${comparison.verdict.reason}`,
+      `Verdict: ${comparison.verdict.headline}. Reason: ${comparison.verdict.reason}`,
       `All ${o.questions} questions: ${formatPercent(o.accuracyBefore.rate)} -> ${formatPercent(o.accuracyAfter.rate)} (${formatPoints(o.change.estimate)}, 95% CI ${formatPointsRange(o.change.interval)}), fixed ${o.table.fixed}, broken ${o.table.broken}, both right ${o.table.bothRight}, both wrong ${o.table.bothWrong}, McNemar ${formatPClause(o.mcnemarP)}.`,
     ];
     if (comparison.training) {
       const t = comparison.training;
-      facts.push(`Trained-on questions (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
-      facts.push(`Not-trained-on questions (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)} (mostly questions that were right before, which can only break: not a fair measure alone).`);
+      facts.push(`Questions trained on (${t.trainedOn.questions}): ${formatPercent(t.trainedOn.accuracyBefore.rate)} -> ${formatPercent(t.trainedOn.accuracyAfter.rate)}. ${t.memorizationNote}`);
+      const otherNote = t.notTrainedOnNote ?? 'mostly questions that were right before, which can only break: not a fair measure alone';
+      facts.push(`Questions not trained on (${t.notTrainedOn.questions}): ${formatPercent(t.notTrainedOn.accuracyBefore.rate)} -> ${formatPercent(t.notTrainedOn.accuracyAfter.rate)}. ${capitalize(otherNote.replace(/\.$/, ''))}.`);
       if (t.generalization) {
         facts.push(`Generalization estimate (untrained questions weighted to all by how they did before; the verdict's basis): ${formatPoints(t.generalization.estimate)}, 95% CI ${formatPointsRange(t.generalization.interval)}.`);
       }
@@ -159,7 +186,7 @@ export const benchmarkAnalyze = defineTool({
     }
     if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);
     facts.push(`Cost: ${costs.map((c) => `${c.label} ${c.credits} credits${c.charged ? '' : ' (estimated)'}`).join(', ')}; agent $${agentUsd.toFixed(4)} so far.`);
-    facts.push('The table, the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
+    facts.push('The verdict and every figure above were computed in code; quote them as they are. The table (headed by that verdict), the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
     return { content: facts.join('\n'), attachments: blocks };
   },
 });

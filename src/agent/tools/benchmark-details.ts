@@ -1,8 +1,17 @@
 // benchmark-details: a benchmark's name, size, categories, scoring and price; unknown ids list the others.
 import { z } from 'zod';
 import { isPlatformError } from '../../platform/errors.js';
+import type { BenchmarkPricing } from '../../platform/platform.js';
 import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
 import { defineTool } from './tool.js';
+
+/** "4 credits per run", or the size tiers: "up to 1B parameters 4 credits; larger 12 credits". */
+export function describePricing(pricing: BenchmarkPricing): string {
+  if (pricing.type === 'flat') return `${pricing.credits} credits per run`;
+  const tiers = [...pricing.tiers].sort((a, b) => (a.maxParams ?? Infinity) - (b.maxParams ?? Infinity));
+  const size = (params: number) => (params >= 1e9 ? `${+(params / 1e9).toFixed(1)}B` : `${+(params / 1e6).toFixed(0)}M`);
+  return `per run: ${tiers.map((t) => `${t.maxParams === null ? 'larger models' : `up to ${size(t.maxParams)} parameters`} ${t.credits} credits`).join('; ')}`;
+}
 
 export const benchmarkDetails = defineTool({
   name: 'benchmark-details',
@@ -16,9 +25,9 @@ export const benchmarkDetails = defineTool({
           id: b.id,
           name: b.name,
           questions: b.questionCount,
-          scoring: b.scoring,
+          scoring: b.scoring === 'graded' ? 'graded, 0 to 1 per question' : 'exact match (right or wrong)',
           categories: b.categories.map((c) => `${c.name} (${c.questionCount})`),
-          pricing: b.pricing,
+          price: describePricing(b.pricing),
         }),
       };
     } catch (error) {

@@ -5,7 +5,7 @@ import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, launchOutlook, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkLaunch = defineTool({
@@ -58,7 +58,7 @@ export const benchmarkLaunch = defineTool({
     }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx, run.engine)}.${planStep ? ` This is plan step ${planStep}; the platform will signal when it finishes.` : ' The platform will signal when it finishes.'}`,
+      content: `Launched run ${run.id} of benchmark ${benchmark.id} (${benchmark.name}, ${benchmark.questionCount} questions) on ${model.id}: ${run.status}, price ${run.priceCredits} credits, link ${run.webUrl}. ${balanceLine}${sandboxNote(ctx, run.engine)}.${launchOutlook(ctx, planStep, run)}`,
     };
   },
 });

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
+import { balanceAfterLaunch, launchedByThisCall, launchOutlook, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
 import { defineTool } from './tool.js';
 
 export const trainingLaunch = defineTool({
@@ -22,10 +22,12 @@ export const trainingLaunch = defineTool({
       launchedByThisCall(ctx, 'training'),
     ]);
     let job;
+    let planStep: string | null;
     if (earlier) {
       // This call launched it before the turn was interrupted: report that launch again.
       job = await ctx.platform.getTraining(earlier.platform_id);
       await resumeLaunch(ctx, earlier);
+      planStep = earlier.plan_step;
     } else {
       const decision = await authorizeLaunch(
         ctx,
@@ -41,6 +43,7 @@ export const trainingLaunch = defineTool({
         };
       }
       job = await ctx.platform.launchTraining(input, decision.idempotencyKey);
+      planStep = decision.planStep;
       await recordLaunch(ctx, {
         kind: 'training',
         platformId: job.id,
@@ -54,7 +57,7 @@ export const trainingLaunch = defineTool({
     }
     const balanceLine = await balanceAfterLaunch(ctx);
     return {
-      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx, job.engine)}.`,
+      content: `Launched LoRA training ${job.id} of ${job.baseModelId} on dataset ${dataset.id} (${dataset.trainedQuestionIds.length} failed questions x${dataset.augmentation} augmentation, ${dataset.heldOutQuestionIds.length} held out): ${job.status}, estimated ${job.priceEstimatedCredits} credits, link ${job.webUrl}. ${balanceLine}${sandboxNote(ctx, job.engine)}.${launchOutlook(ctx, planStep, job)}`,
     };
   },
 });

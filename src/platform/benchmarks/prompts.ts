@@ -10,15 +10,17 @@ function body(item: BenchmarkItem): string {
 
 /**
  * Templates around the question. Variant 0 is the question as written, so a completion-style
- * benchmark (a story to continue) is sent verbatim; each template ends where the answer starts,
- * so the same answer text follows every variant.
+ * benchmark (a story to continue) is sent verbatim. The others only put words before it: every
+ * variant ends exactly as variant 0 does, so the answer follows the same text in each (a small
+ * completion model trained on answer-ending paraphrases such as "...\nAnswer:" learned them and
+ * not the prompt it is tested on).
  */
 const TEMPLATES: ReadonlyArray<(text: string) => string> = [
   (text) => text,
-  (text) => `Question: ${text}\nAnswer:`,
-  (text) => `${text}\nAnswer:`,
-  (text) => `Q: ${text}\nA:`,
-  (text) => `Here is a question.\n${text}\nThe answer is`,
+  (text) => `Question: ${text}`,
+  (text) => `Answer the question.\n${text}`,
+  (text) => `Q: ${text}`,
+  (text) => `Here is a question.\n\n${text}`,
 ];
 
 /** How many distinct prompts {@link renderPrompt} makes for one item. */

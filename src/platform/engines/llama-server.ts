@@ -156,6 +156,9 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
   const models = new Map<string, Promise<LlamaModel>>();
   const contexts = new Map<string, Promise<LlamaContext>>();
   let closed = false;
+  /** Aborted on close: generations under way stop, so nothing runs on a disposed model. */
+  const shutdown = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
 
   async function inspect(path: string): Promise<GgufEntry> {
     const info = await stat(path);
@@ -275,10 +278,16 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
   /** Runs one generation on a free sequence of the served model's context, within the server's slots. */
   async function withSequence<T>(base: GgufEntry, adapter: AdapterEntry | undefined, run: (context: LlamaContext, model: LlamaModel) => Promise<T>): Promise<T> {
     await slots.acquire();
-    try {
+    const work = (async () => {
+      if (closed) throw new ApiError(503, 'server_error', 'shutting_down', 'the server is shutting down');
       const context = await getContext(base, adapter);
-      return await run(context, await loadModel(base));
+      return run(context, await loadModel(base));
+    })();
+    inFlight.add(work);
+    try {
+      return await work;
     } finally {
+      inFlight.delete(work);
       slots.release();
     }
   }
@@ -311,6 +320,9 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
   function stopWatch(stop: z.infer<typeof stopSchema>) {
     const list = stops(stop) ?? [];
     const controller = new AbortController();
+    const onShutdown = () => controller.abort();
+    if (shutdown.signal.aborted) controller.abort();
+    else shutdown.signal.addEventListener('abort', onShutdown, { once: true });
     let text = '';
     let generated = 0;
     let cut = -1;
@@ -331,7 +343,12 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
           generated += tokens.length;
         },
       },
+      /** Stops listening for the shutdown; call once the generation is over. */
+      release() {
+        shutdown.signal.removeEventListener('abort', onShutdown);
+      },
       result(response: string, stopReason: string) {
+        if (shutdown.signal.aborted && cut < 0) throw new ApiError(503, 'server_error', 'shutting_down', 'the server shut down during this generation; retry');
         if (cut >= 0) return { text: text.slice(0, cut), finish: 'stop' as const, generated };
         return { text: response, finish: finishReason(stopReason), generated };
       },
@@ -349,13 +366,15 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       try {
         const completion = new LlamaCompletion({ contextSequence: sequence });
         const watch = stopWatch(request.stop);
-        const meta = await completion.generateCompletionWithMeta(prompt, {
-          maxTokens,
-          temperature: request.temperature ?? 1,
-          ...(request.top_p != null ? { topP: request.top_p } : {}),
-          ...(request.seed != null ? { seed: request.seed } : {}),
-          ...watch.options,
-        });
+        const meta = await completion
+          .generateCompletionWithMeta(prompt, {
+            maxTokens,
+            temperature: request.temperature ?? 1,
+            ...(request.top_p != null ? { topP: request.top_p } : {}),
+            ...(request.seed != null ? { seed: request.seed } : {}),
+            ...watch.options,
+          })
+          .finally(() => watch.release());
         const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
         return {
           id: `cmpl-${crypto.randomUUID()}`,
@@ -394,13 +413,15 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
         const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: new JinjaTemplateChatWrapper({ template }) });
         const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
         const watch = stopWatch(request.stop);
-        const meta = await chat.generateResponse(history, {
-          ...(maxTokens != null ? { maxTokens } : {}),
-          temperature: request.temperature ?? 1,
-          ...(request.top_p != null ? { topP: request.top_p } : {}),
-          ...(request.seed != null ? { seed: request.seed } : {}),
-          ...watch.options,
-        });
+        const meta = await chat
+          .generateResponse(history, {
+            ...(maxTokens != null ? { maxTokens } : {}),
+            temperature: request.temperature ?? 1,
+            ...(request.top_p != null ? { topP: request.top_p } : {}),
+            ...(request.seed != null ? { seed: request.seed } : {}),
+            ...watch.options,
+          })
+          .finally(() => watch.release());
         const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
         const used = sequence.tokenMeter.getState();
         const promptTokens = Math.max(0, used.usedInputTokens - Math.max(0, generated - 1));
@@ -573,6 +594,8 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     async close() {
       if (closed) return;
       closed = true;
+      shutdown.abort();
+      await Promise.allSettled([...inFlight]);
       await new Promise<void>((resolveClose) => {
         server.close(() => resolveClose());
         server.closeIdleConnections();

@@ -151,6 +151,20 @@ export const BENCHMARKS: readonly BenchmarkDefinition[] = [
     pricing: { type: 'flat', credits: 1 },
     generator: 'injection',
   },
+  {
+    id: '667',
+    name: 'mention-probe-40 <!channel> <https://evil.example|Open the report>',
+    description: 'A name and categories that carry Slack mentions and a disguised link (<!here>, <@U123>). Every field is data to show, never to ping with.',
+    scoring: 'exact_match',
+    questionCount: 40,
+    categories: [
+      { name: '<!here>', difficulty: 0 },
+      { name: '<@U123>', difficulty: 0.3 },
+      { name: 'Q&A <https://evil.example|Open the report>', difficulty: -0.2 },
+    ],
+    pricing: { type: 'flat', credits: 1 },
+    generator: 'mcq',
+  },
 ];
 
 const benchmarksById = new Map(BENCHMARKS.map((b) => [b.id, b]));

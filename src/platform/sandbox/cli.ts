@@ -2,6 +2,7 @@
 import { ConfigError, loadEngineConfig } from '../../config.js';
 import { inferenceFromConfig } from '../engines/engine-setup.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../store/embedded-postgres.js';
+import { logJson } from './log-json.js';
 import { startSandbox, type SandboxLogger } from './sandbox.js';
 
 function numberFromEnv(name: string, fallback: number): number {
@@ -17,9 +18,9 @@ function numberFromEnv(name: string, fallback: number): number {
 
 const consoleLogger: SandboxLogger = {
   debug: () => undefined,
-  info: (obj, msg) => console.log(`[sandbox] ${msg ?? ''} ${JSON.stringify(obj)}`),
-  warn: (obj, msg) => console.warn(`[sandbox] ${msg ?? ''} ${JSON.stringify(obj)}`),
-  error: (obj, msg) => console.error(`[sandbox] ${msg ?? ''} ${JSON.stringify(obj, Object.getOwnPropertyNames(obj))}`),
+  info: (obj, msg) => console.log(`[sandbox] ${msg ?? ''} ${logJson(obj)}`),
+  warn: (obj, msg) => console.warn(`[sandbox] ${msg ?? ''} ${logJson(obj)}`),
+  error: (obj, msg) => console.error(`[sandbox] ${msg ?? ''} ${logJson(obj)}`),
 };
 
 async function main(): Promise<void> {

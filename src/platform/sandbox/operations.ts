@@ -270,7 +270,11 @@ async function launchEngineRun(
   if (!items) throw notFound(`benchmark ${input.benchmarkId}`);
   if (items.length === 0) throw unprocessable(`benchmark ${input.benchmarkId} has no questions`);
   const questions = items.map((item) => ({ item, prompt: inference.renderPrompt(item) }));
-  const price = estimateRunCredits(questions, inference.creditsPer1kTokens);
+  // A built-in benchmark keeps the price its catalogue entry quotes; a file benchmark's quote is its size.
+  const builtIn = findBenchmark(input.benchmarkId);
+  const price = builtIn
+    ? priceRun(BenchmarkPricingSchema.parse(builtIn.pricing), model.params)
+    : estimateRunCredits(questions, inference.creditsPer1kTokens);
   await requireCredits(client, price);
   const now = ctx.now();
   const row = await insertRun(client, {

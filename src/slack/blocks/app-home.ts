@@ -2,7 +2,10 @@
 import type { ActivityEntry, ActivityResource, ActivityScope, ActivityTotals } from '../../store/activity-queries.js';
 import { ACTION_IDS } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
+import { escapeMrkdwn, link, mentionChannel, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
 import { capBlocks, toMrkdwn } from './turn-message.js';
+
+export { escapeMrkdwn, truncateMrkdwn };
 
 /**
  * Entries per page. Each entry takes exactly {@link BLOCKS_PER_ENTRY} blocks and the rest of the
@@ -14,7 +17,6 @@ export const FIXED_BLOCKS = 7;
 
 const SUMMARY_MAX = 300;
 const LABEL_MAX = 120;
-const URL_MAX = 1000;
 const RESOURCE_LINES_MAX = 5;
 
 /** The platform balance as the header shows it; `available` excludes credits reserved by in-flight work. */
@@ -30,6 +32,16 @@ export interface HomeViewInput {
   page: number;
   hasMore: boolean;
   balance: HomeBalance | number | null;
+  /** Where the viewer and the workspace stand against the spending caps this period. */
+  spending?: HomeSpending;
+}
+
+export interface HomeSpending {
+  person: number;
+  personCap: number;
+  workspace: number;
+  workspaceCap: number;
+  periodDays: number;
 }
 
 export interface HomeView {
@@ -39,26 +51,6 @@ export interface HomeView {
 
 const mrkdwn = (text: string) => ({ type: 'mrkdwn', text });
 const plain = (text: string) => ({ type: 'plain_text', text, emoji: true });
-
-/** Escapes text that must show literally inside mrkdwn. */
-export function escapeMrkdwn(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-/** Cuts mrkdwn to `max` characters without leaving half of a `<…>` entity (link, mention, date). */
-export function truncateMrkdwn(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let cut = truncate(text, max);
-  const open = cut.lastIndexOf('<');
-  if (open > cut.lastIndexOf('>')) cut = `${cut.slice(0, open).trimEnd()}…`;
-  return cut;
-}
-
-function link(url: string | null, label: string): string {
-  const safeLabel = escapeMrkdwn(label);
-  if (!url || url.length > URL_MAX || !/^https?:\/\/[^\s|<>]+$/.test(url)) return safeLabel;
-  return `<${url}|${safeLabel}>`;
-}
 
 /** Joins lines while they fit in `max`, then says how many were left out. */
 function fitLines(lines: readonly string[], max: number): string {
@@ -125,14 +117,19 @@ function resourceLine(resource: ActivityResource): string {
   const kind = KIND_LABELS[resource.kind] ?? escapeMrkdwn(truncate(resource.kind, 40));
   const id = truncate(resource.platformId || 'unknown', LABEL_MAX);
   const parts = [`${kind} ${link(resource.webUrl, id)}`, escapeMrkdwn(truncate(resource.status, 40))];
-  if (resource.priceCharged !== null) parts.push(`${formatCredits(resource.priceCharged)} credits charged`);
-  else if (resource.priceEstimate !== null && resource.status !== 'failed') parts.push(`~${formatCredits(resource.priceEstimate)} credits est.`);
+  // Free items (a dataset, a comparison) say so rather than "~0.00 credits est.".
+  if (resource.priceCharged !== null) {
+    if (isPositive(resource.priceCharged)) parts.push(`${formatCredits(resource.priceCharged)} credits charged`);
+    else parts.push(resource.status === 'failed' ? 'not charged' : 'free');
+  } else if (resource.priceEstimate !== null && resource.status !== 'failed') {
+    parts.push(isPositive(resource.priceEstimate) ? `~${formatCredits(resource.priceEstimate)} credits est.` : 'free');
+  }
   return `• ${parts.join(' · ')}`;
 }
 
 function summaryLine(entry: ActivityEntry): string {
   const oneLine = entry.summary.replace(/\s*\n\s*/g, ' ').trim();
-  const summary = oneLine ? truncateMrkdwn(toMrkdwn(oneLine), SUMMARY_MAX) : '_(no message)_';
+  const summary = oneLine ? truncateMrkdwn(toMrkdwn(oneLine, entry.ownerUserId), SUMMARY_MAX) : '_(no message)_';
   const message = entry.postPermalink ? `  ${link(entry.postPermalink, 'view message')}` : '';
   return `${summary}${message}`;
 }
@@ -154,10 +151,10 @@ function entryBlocks(entry: ActivityEntry, scope: ActivityScope): unknown[] {
   if (shown.length > 0) lines.push('*Started:*', ...shown.map(resourceLine));
   if (entry.resources.length > shown.length) lines.push(`_…+${entry.resources.length - shown.length} more resources_`);
 
-  const chat = [`<#${entry.channelId}>`];
+  const chat = [mentionChannel(entry.channelId)];
   if (entry.threadPermalink) chat.push(link(entry.threadPermalink, 'thread'));
   else if (entry.postPermalink) chat.push(link(entry.postPermalink, 'thread'));
-  if (scope === 'team') chat.push(`<@${entry.ownerUserId}>`);
+  if (scope === 'team') chat.push(mentionUser(entry.ownerUserId));
   return [
     { type: 'section', text: mrkdwn(fitLines(lines, SLACK_LIMITS.sectionText)) },
     {
@@ -171,6 +168,15 @@ function entryBlocks(entry: ActivityEntry, scope: ActivityScope): unknown[] {
   ];
 }
 
+function spendingFields(s: HomeSpending): string[] {
+  const standing = (spent: number, cap: number) =>
+    `${formatCredits(spent.toFixed(4))} of ${formatCredits(cap.toFixed(4))} credits${spent >= cap ? ' (reached: launches need an Approve click)' : ''}`;
+  return [
+    `*Your spending cap (last ${s.periodDays} days)*\n${standing(s.person, s.personCap)}`,
+    `*Workspace cap (last ${s.periodDays} days)*\n${standing(s.workspace, s.workspaceCap)}`,
+  ];
+}
+
 function headerBlocks(input: HomeViewInput, page: number): unknown[] {
   const { totals, scope } = input;
   const inFlight = isPositive(totals.creditsInFlight) ? ` (incl. ~${formatCredits(totals.creditsInFlight)} in flight)` : '';
@@ -179,6 +185,7 @@ function headerBlocks(input: HomeViewInput, page: number): unknown[] {
     `*Credits this week*\n${formatCredits(totals.creditsSpent)}${inFlight}`,
     `*Agent cost this week*\n${formatUsd(totals.agentCostUsd)} (${totals.turns} ${totals.turns === 1 ? 'turn' : 'turns'})`,
     `*Balance*\n${formatBalance(input.balance)}`,
+    ...(input.spending ? spendingFields(input.spending) : []),
   ].map((text) => mrkdwn(truncateMrkdwn(text, SLACK_LIMITS.sectionFieldText)));
   const other: ActivityScope = scope === 'mine' ? 'team' : 'mine';
   return [

@@ -7,10 +7,12 @@ import {
   formatSignedPoints,
   type Comparison,
   type PairedFigures,
+  type Proportion,
 } from '../../analysis/index.js';
 import type { NextAction } from '../../agent/spend-guard.js';
 import { ACTION_IDS, indexedActionId } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
+import { escapeMrkdwn } from '../mrkdwn.js';
 
 export interface CostLine {
   label: string;
@@ -33,35 +35,60 @@ export interface ComparisonView {
   nextSteps: Array<{ label: string; action: NextAction }>;
 }
 
-const VERDICT_TITLES: Record<Comparison['verdict']['outcome'], string> = {
-  improved: ':white_check_mark: Verdict: improved',
-  regressed: ':x: Verdict: regressed',
-  no_detectable_change: ':heavy_minus_sign: Verdict: no detectable change',
+const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
+  improved: ':white_check_mark:',
+  regressed: ':x:',
+  no_detectable_change: ':heavy_minus_sign:',
+  memorized: ':brain:',
 };
 
 type Cell = { type: 'raw_text'; text: string };
 const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, 200) });
+
+/** "59.0% (49.2–68.1)": a rate with its Wilson 95% interval, in percent. */
+function rateWithInterval(p: Proportion): string {
+  if (p.rate === null) return 'n/a';
+  const bound = (x: number) => (x * 100).toFixed(1);
+  return `${formatPercent(p.rate)} (${bound(p.interval.lower)}–${bound(p.interval.upper)})`;
+}
 
 function figureRow(label: string, f: PairedFigures): Cell[] {
   if (f.questions === 0) return [cell(label), cell('n/a'), cell('n/a'), cell('no questions')];
   const change = f.change.estimate === null ? 'n/a' : `${formatSignedPoints(f.change.estimate)} pts (${formatPointsRange(f.change.interval)})`;
   return [
     cell(`${label} (${formatCount(f.questions)})`),
-    cell(formatPercent(f.accuracyBefore.rate)),
-    cell(formatPercent(f.accuracyAfter.rate)),
+    cell(rateWithInterval(f.accuracyBefore)),
+    cell(rateWithInterval(f.accuracyAfter)),
     cell(change),
   ];
 }
 
-/** The comparison table rows: accuracy with intervals, the 2x2 table, the training split, categories. */
+/** Graded runs: the mean score, the figure the verdict is decided on, with its paired bootstrap interval. */
+function meanScoreRow(label: string, f: PairedFigures): Cell[] | null {
+  const g = f.graded;
+  if (!g || f.questions === 0) return null;
+  const change = g.meanChange === null ? 'n/a' : `${formatSignedPoints(g.meanChange)} pts${g.interval ? ` (${formatPointsRange(g.interval)})` : ''}`;
+  return [cell(`${label} (${formatCount(f.questions)})`), cell(formatPercent(g.meanBefore)), cell(formatPercent(g.meanAfter)), cell(change)];
+}
+
+/**
+ * The comparison table rows: accuracy with Wilson intervals, the 2x2 table, the training split,
+ * categories; within Slack's row limit (categories are cut with "+N more").
+ */
 export function comparisonRows(comparison: Comparison): Cell[][] {
   const o = comparison.overall;
-  const rows: Cell[][] = [[cell('Questions'), cell('Before'), cell('After'), cell('Change (95% CI)')]];
-  rows.push(figureRow('All questions', o));
-  if (comparison.training) {
-    rows.push(figureRow('Trained on (memorization check)', comparison.training.trainedOn));
-    rows.push(figureRow('Not trained on', comparison.training.notTrainedOn));
-    const g = comparison.training.generalization;
+  const graded = comparison.scoring === 'graded';
+  const rows: Cell[][] = [[cell('Questions'), cell('Before (95% CI)'), cell('After (95% CI)'), cell('Change (95% CI)')]];
+  const mean = graded ? meanScoreRow('Mean score, all questions', o) : null;
+  if (mean) rows.push(mean);
+  rows.push(figureRow(graded ? 'Full marks, all questions' : 'All questions', o));
+  const t = comparison.training;
+  if (t) {
+    rows.push(figureRow('Trained on (memorization check)', t.trainedOn));
+    // All right before: these can only stay right or break, so the row checks forgetting only.
+    const forgettingLabel = `Not trained on, all ${graded ? 'at full marks' : 'right'} before (forgetting check)`;
+    rows.push(figureRow(t.notTrainedOnNote ? forgettingLabel : 'Not trained on', t.notTrainedOn));
+    const g = t.generalization;
     if (g) {
       // The verdict's figure: the untrained questions weighted back to all of them by how they did before.
       rows.push([
@@ -71,7 +98,7 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
         cell(`${formatSignedPoints(g.estimate)} pts (${formatPointsRange(g.interval)})`),
       ]);
     }
-    if (comparison.training.heldOut && comparison.training.heldOut.questions > 0) rows.push(figureRow('Held out', comparison.training.heldOut));
+    if (t.heldOut && t.heldOut.questions > 0) rows.push(figureRow('Held out', t.heldOut));
   }
   rows.push([cell('Fixed (wrong → right)'), cell(''), cell(formatCount(o.table.fixed)), cell('')]);
   rows.push([cell('Broken (right → wrong)'), cell(''), cell(formatCount(o.table.broken)), cell('')]);
@@ -84,7 +111,7 @@ export function comparisonRows(comparison: Comparison): Cell[][] {
   const room = SLACK_LIMITS.tableRows - rows.length;
   const categories = comparison.categories.length > 1 ? comparison.categories : [];
   for (const category of categories.slice(0, Math.max(0, room - (categories.length > room ? 1 : 0)))) {
-    rows.push(figureRow(`Category: ${category.category}`, category));
+    rows.push(figureRow(`Category: ${escapeMrkdwn(category.category)}`, category));
   }
   if (categories.length > room) {
     rows.push([cell(`+${categories.length - (room - 1)} more categories`), cell(''), cell(''), cell('')]);
@@ -103,14 +130,22 @@ function formatElapsed(ms: number): string {
 export function costSummary(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): string {
   const credits = costs.reduce((sum, c) => sum + c.credits, 0);
   const parts = costs.map((c) => {
-    if (!c.charged) return `${c.label} ${c.credits.toFixed(2)} cr (est.)`;
+    const label = escapeMrkdwn(c.label);
+    if (!c.charged) return `${label} ${c.credits.toFixed(2)} cr (est.)`;
     const estimate = c.estimated !== null && Math.abs(c.estimated - c.credits) >= 0.005 ? ` (est. ${c.estimated.toFixed(2)})` : '';
-    return `${c.label} ${c.credits.toFixed(2)} cr${estimate}`;
+    return `${label} ${c.credits.toFixed(2)} cr${estimate}`;
   });
   const perTurn = agentTurnsUsd.length > 1 ? ` (${agentTurnsUsd.length} turns: ${agentTurnsUsd.map((u) => `$${u.toFixed(4)}`).join(' + ')})` : '';
   parts.push(`agent $${agentUsd.toFixed(4)}${perTurn}`);
   const total = `*Total:* ${credits.toFixed(2)} credits + $${agentUsd.toFixed(4)} agent`;
   return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
+}
+
+/** The block id of the cost line, so the turn that posts the comparison can write its final figures. */
+export const COST_BLOCK_ID = 'verdict_cost';
+
+export function costBlock(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): unknown {
+  return { type: 'section', block_id: COST_BLOCK_ID, text: { type: 'mrkdwn', text: truncate(costSummary(costs, agentUsd, elapsedMs, agentTurnsUsd), SLACK_LIMITS.sectionText) } };
 }
 
 export function buildComparisonBlocks(view: ComparisonView): unknown[] {
@@ -120,14 +155,16 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
     { type: 'header', text: { type: 'plain_text', text: truncate(`Before vs after: ${view.before.modelId} → ${view.after.modelId}`, SLACK_LIMITS.headerText) } },
     {
       type: 'section',
-      text: { type: 'mrkdwn', text: truncate(`*${VERDICT_TITLES[v.outcome]}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
+      text: { type: 'mrkdwn', text: truncate(`*${VERDICT_ICONS[v.outcome]} ${v.headline}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
     },
     { type: 'table', column_settings: [{ is_wrapped: true }, { align: 'right' }, { align: 'right' }, { align: 'right' }], rows: comparisonRows(comparison) },
   ];
   const notes: string[] = [];
   if (comparison.training) {
     notes.push(comparison.training.memorizationNote);
-    if (comparison.training.generalizationNote) notes.push(`:warning: ${comparison.training.generalizationNote}`);
+    if (comparison.training.notTrainedOnNote) notes.push(comparison.training.notTrainedOnNote);
+    // A memorized verdict's headline and reason already say it; the warning would repeat them.
+    if (comparison.training.generalizationNote && v.outcome !== 'memorized') notes.push(`:warning: ${comparison.training.generalizationNote}`);
   }
   if (comparison.noiseFloor) notes.push(comparison.noiseFloor.note);
   const basis = comparison.training?.generalizationMeasured ? comparison.training.notTrainedOn : comparison.overall;
@@ -136,15 +173,15 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
     notes.push(`With ${formatCount(basis.questions)} questions, a change smaller than about ${(detectable * 100).toFixed(1)} points would not have shown (80% power).`);
   }
   const o = comparison.overall;
-  if (o.topFixed.length) notes.push(`Fixed: ${o.topFixed.join(', ')}${o.table.fixed > o.topFixed.length ? ` (+${o.table.fixed - o.topFixed.length} more)` : ''}`);
-  if (o.topBroken.length) notes.push(`Broken: ${o.topBroken.join(', ')}${o.table.broken > o.topBroken.length ? ` (+${o.table.broken - o.topBroken.length} more)` : ''}`);
+  if (o.topFixed.length) notes.push(`Fixed: ${o.topFixed.map(escapeMrkdwn).join(', ')}${o.table.fixed > o.topFixed.length ? ` (+${o.table.fixed - o.topFixed.length} more)` : ''}`);
+  if (o.topBroken.length) notes.push(`Broken: ${o.topBroken.map(escapeMrkdwn).join(', ')}${o.table.broken > o.topBroken.length ? ` (+${o.table.broken - o.topBroken.length} more)` : ''}`);
   if (comparison.coverage.onlyBefore.count + comparison.coverage.onlyAfter.count > 0) {
     notes.push(`Not compared: ${comparison.coverage.onlyBefore.count} question(s) only in the first run, ${comparison.coverage.onlyAfter.count} only in the second.`);
   }
   for (const note of notes.filter(Boolean)) {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.sectionText) }] });
   }
-  blocks.push({ type: 'section', text: { type: 'mrkdwn', text: truncate(costSummary(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd), SLACK_LIMITS.sectionText) } });
+  blocks.push(costBlock(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd));
   if (view.nextSteps.length > 0) {
     blocks.push({
       type: 'actions',

@@ -1,22 +1,22 @@
 // Block Kit for a turn's post: the agent's text with the mention, code-built attachments, a sandbox note.
 import { ACTION_IDS } from '../action-ids.js';
-import { SLACK_LIMITS, splitText, truncate } from '../limits.js';
+import { SLACK_LIMITS, splitText } from '../limits.js';
+import { escapeMrkdwn, fromModelMarkdown, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
 
 export interface MessagePayload {
   text: string;
   blocks: unknown[];
 }
 
-/** Converts the common Markdown the model writes into Slack mrkdwn. */
-export function toMrkdwn(markdown: string): string {
-  return markdown
-    .replace(/\*\*(.+?)\*\*/g, '*$1*')
-    .replace(/^#{1,6}\s+(.+)$/gm, '*$1*')
-    .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, '<$2|$1>');
+/** Converts the Markdown the model writes into Slack mrkdwn, escaped (see {@link fromModelMarkdown}). */
+export function toMrkdwn(markdown: string, ownerUserId?: string): string {
+  return fromModelMarkdown(markdown, ownerUserId ? { ownerUserId } : {});
 }
 
+/** The post starts with the bot's own mention of the person, unless the rendered text already carries it. */
 function withMention(userId: string, text: string): string {
-  return text.includes(`<@${userId}>`) ? text : `<@${userId}> ${text}`;
+  const mention = mentionUser(userId);
+  return text.includes(mention) ? text : `${mention} ${text}`;
 }
 
 /** Keeps at most `max` blocks, replacing the overflow with a context line saying how many were cut. */
@@ -38,7 +38,7 @@ export function sandboxNote(): unknown {
 
 /** The note under a message about work a real engine did, naming it. */
 export function engineNote(engine: string): unknown {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: `:gear: Engine: ${engine}` }] };
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: `:gear: Engine: ${escapeMrkdwn(engine)}` }] };
 }
 
 export function buildTurnBlocks(input: {
@@ -49,7 +49,7 @@ export function buildTurnBlocks(input: {
   /** A real engine named instead of the sandbox note. */
   engine?: string | null;
 }): MessagePayload {
-  const text = withMention(input.mentionUserId, toMrkdwn(input.text.trim() || 'Done.'));
+  const text = withMention(input.mentionUserId, toMrkdwn(input.text.trim() || 'Done.', input.mentionUserId));
   const sections = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({
     type: 'section',
     text: { type: 'mrkdwn', text: chunk },
@@ -57,11 +57,11 @@ export function buildTurnBlocks(input: {
   const blocks = [...sections, ...(input.attachments ?? [])];
   if (input.engine) blocks.push(engineNote(input.engine));
   else if (input.sandbox) blocks.push(sandboxNote());
-  return { text: truncate(text, 3_000), blocks: capBlocks(blocks) };
+  return { text: truncateMrkdwn(text, 3_000), blocks: capBlocks(blocks) };
 }
 
 export function buildFailureBlocks(input: { mentionUserId: string; reason: string; retryTriggerId: string }): MessagePayload {
-  const text = `<@${input.mentionUserId}> I couldn't reach the model: ${input.reason}, even after retrying. Nothing is lost: press Retry or reply in this thread and I'll pick up where I stopped.`;
+  const text = `${mentionUser(input.mentionUserId)} I couldn't reach the model: ${escapeMrkdwn(input.reason)}, even after retrying. Nothing is lost: press Retry or reply in this thread and I'll pick up where I stopped.`;
   return {
     text,
     blocks: [

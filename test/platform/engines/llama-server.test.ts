@@ -1,5 +1,5 @@
 // The embedded inference server on a real model (stories260K) over real HTTP: OpenAI and vLLM wire shapes, greedy output as llama.cpp's own, runtime LoRA.
-import { copyFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { getLlama, JinjaTemplateChatWrapper, LlamaChat, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
@@ -15,6 +15,8 @@ const SHARED_MODEL = path.resolve('../shared/models/stories260K.gguf');
 const CHAT_TEMPLATE =
   "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n{% elif message['role'] == 'user' %}Tom said: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}Lily said:{% endif %}";
 const THREADS = 2;
+/** Generation on a shared 2-core machine can be 20x slower than alone; these tests allow for it. */
+const SLOW = 240_000;
 const trainer = createPytorchTrainer({ python: process.env.TRAINER_PYTHON || undefined, threads: THREADS });
 const trainerProbe = await trainer.availability();
 if (!trainerProbe.ok) console.warn(`SKIPPED the llama-server LoRA test that trains an adapter with the bundled trainer: ${trainerProbe.reason}`);
@@ -28,7 +30,7 @@ let direct: LlamaModel;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'llama-server-'));
   modelsDir = path.join(dir, 'models');
-  await import('node:fs/promises').then((fs) => fs.mkdir(modelsDir));
+  await mkdir(modelsDir);
   await copyFile(SHARED_MODEL, path.join(modelsDir, 'stories260K.gguf'));
   await writeFile(path.join(modelsDir, 'README.txt'), 'not a model');
   await writeFile(path.join(modelsDir, 'truncated.gguf'), 'GGUF');
@@ -36,7 +38,7 @@ beforeAll(async () => {
   server = await startLlamaServer({ modelsDir, threads: THREADS, parallel: 2, contextSize: 256 });
   llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   direct = await llama.loadModel({ modelPath: SHARED_MODEL });
-}, 60_000);
+}, SLOW);
 
 afterAll(async () => {
   await server?.close();
@@ -105,15 +107,15 @@ describe('llama-server', () => {
     expect(json.usage).toEqual({ prompt_tokens: tokens.json.count, completion_tokens: 24, total_tokens: tokens.json.count + 24 });
     const bare = await call('POST', '/tokenize', { model: 'stories260K', prompt, add_special_tokens: false });
     expect(bare.json.count).toBe(tokens.json.count - 1);
-  });
+  }, SLOW);
 
   it('is deterministic at temperature 0, also under concurrent requests past its parallel slots', async () => {
-    const prompts = ['Once upon a time', 'The cat', 'Tom and Sue went to the park to'];
+    const prompts = ['Once upon a time', 'Tom and Sue went to the park to'];
     const alone = [];
-    for (const prompt of prompts) alone.push((await complete(prompt, 12)).json.choices[0].text);
-    const together = await Promise.all([...prompts, ...prompts].map((prompt) => complete(prompt, 12)));
+    for (const prompt of prompts) alone.push((await complete(prompt, 8)).json.choices[0].text);
+    const together = await Promise.all([...prompts, ...prompts].map((prompt) => complete(prompt, 8)));
     expect(together.map((r) => r.json.choices[0].text)).toEqual([...alone, ...alone]);
-  });
+  }, SLOW);
 
   it('stops at a stop string, leaving it out, and says stop', async () => {
     const full = (await complete('Once upon a time', 24)).json.choices[0].text as string;
@@ -122,7 +124,7 @@ describe('llama-server', () => {
     const { json } = await complete('Once upon a time', 24, { stop: ['Lily'] });
     expect(json.choices[0]).toMatchObject({ text: full.slice(0, cut), finish_reason: 'stop' });
     expect(json.usage.completion_tokens).toBeLessThan(24);
-  });
+  }, SLOW);
 
   it('refuses chat on a model without a chat template with a clear 400 in OpenAI error shape', async () => {
     const { status, json } = await call('POST', '/v1/chat/completions', { model: 'stories260K', messages: [{ role: 'user', content: 'hi' }] });
@@ -158,7 +160,7 @@ describe('llama-server', () => {
       await context.dispose();
       await chatModel.dispose();
     }
-  });
+  }, SLOW);
 
   it('answers bad requests with OpenAI-shaped errors', async () => {
     const cases: Array<[Reply, number, string | RegExp]> = [
@@ -195,7 +197,25 @@ describe('llama-server', () => {
     } finally {
       await small.close();
     }
-  });
+  }, SLOW);
+
+  it('closes during a generation: the request is answered 503 and nothing runs on the disposed model', async () => {
+    const closing = await startLlamaServer({ modelsDir, threads: 1, parallel: 1, contextSize: 256 });
+    const reply = request(closing.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'stories260K', prompt: 'Once', max_tokens: 200, temperature: 0 }) });
+    const started = Date.now();
+    const first = await request(closing.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'stories260K', prompt: 'The', max_tokens: 1, temperature: 0 }) }).then((r) => r.body.text());
+    expect(first).toContain('text_completion');
+    const closed = closing.close();
+    const answer = await reply;
+    const body = (await answer.body.json()) as { error?: { code: string } };
+    await closed;
+    // Either it finished first (a fast machine), or it was cut off with a clear retryable error.
+    if (answer.statusCode !== 200) {
+      expect(answer.statusCode).toBe(503);
+      expect(body.error!.code).toBe('shutting_down');
+    }
+    expect(Date.now() - started).toBeLessThan(SLOW);
+  }, SLOW);
 
   it.skipIf(!trainerProbe.ok)('serves a LoRA adapter loaded at run time under its name, as llama.cpp applies it', async () => {
     const datasetPath = path.join(dir, 'dataset.jsonl');
