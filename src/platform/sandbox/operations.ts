@@ -125,16 +125,29 @@ export function quoteTraining(
   timeScale: number,
 ): TrainingEstimateWire {
   const trainedTokens = dataset.token_count * epochs;
-  const rate = trainingRate(model.params);
+  return trainingQuote(dataset, model, epochs, {
+    rate: trainingRate(model.params),
+    minimumCredits: 1,
+    durationSeconds: Math.round((queueDelayMs(timeScale) + trainingDurationMs(trainedTokens, timeScale)) / 10) / 100,
+  });
+}
+
+/** The estimate of a training, simulated or real: trained tokens (dataset tokens x epochs) x a rate per 1,000. */
+function trainingQuote(
+  dataset: DatasetRow,
+  model: ModelRow,
+  epochs: number,
+  pricing: { rate: number; minimumCredits: number; durationSeconds: number },
+): TrainingEstimateWire {
+  const trainedTokens = dataset.token_count * epochs;
   return {
     dataset_id: dataset.id,
     base_model_id: model.id,
     epochs,
     trained_tokens: trainedTokens,
-    credits_per_1k_tokens: rate,
-    price_credits: Math.max(1, roundCredits((trainedTokens / 1000) * rate)),
-    estimated_duration_seconds:
-      Math.round((queueDelayMs(timeScale) + trainingDurationMs(trainedTokens, timeScale)) / 10) / 100,
+    credits_per_1k_tokens: pricing.rate,
+    price_credits: Math.max(pricing.minimumCredits, roundCredits((trainedTokens / 1000) * pricing.rate)),
+    estimated_duration_seconds: pricing.durationSeconds,
     environment: 'sandbox',
   };
 }
@@ -420,17 +433,11 @@ export function quoteEngineTraining(
   epochs: number,
 ): TrainingEstimateWire {
   const trainedTokens = dataset.token_count * epochs;
-  const rate = engine.creditsPer1kTokens ?? trainingRate(model.params);
-  return {
-    dataset_id: dataset.id,
-    base_model_id: model.id,
-    epochs,
-    trained_tokens: trainedTokens,
-    credits_per_1k_tokens: rate,
-    price_credits: Math.max(0.01, roundCredits((trainedTokens / 1000) * rate)),
-    estimated_duration_seconds: Math.round((trainedTokens / Math.max(1, engine.tokensPerSecond)) * 100) / 100,
-    environment: 'sandbox',
-  };
+  return trainingQuote(dataset, model, epochs, {
+    rate: engine.creditsPer1kTokens ?? trainingRate(model.params),
+    minimumCredits: 0.01,
+    durationSeconds: Math.round((trainedTokens / Math.max(1, engine.tokensPerSecond)) * 100) / 100,
+  });
 }
 
 async function trainingInputs(
