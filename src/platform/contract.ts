@@ -13,18 +13,36 @@ export const API_ERROR_CODES = [
   'unauthorized',
   /** The platform cannot do this on this machine (e.g. training without PyTorch); not retryable. */
   'engine_unavailable',
+  /** 409: a cancel of a run or training that already completed or failed; nothing was changed. */
+  'already_finished',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
 export const ENVIRONMENTS = ['production', 'sandbox'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
+export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TRAINING_STATUSES = RUN_STATUSES;
 export type TrainingStatus = RunStatus;
 
-export const WEBHOOK_EVENT_TYPES = ['run.completed', 'run.failed', 'training.completed', 'training.failed'] as const;
+/** Statuses a run or training never leaves: `cancelled` (stopped on request) is as final as the other two. */
+export const FINISHED_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+export type FinishedStatus = (typeof FINISHED_STATUSES)[number];
+
+/** True once a run or training has finished (completed, failed or cancelled): it will not change again. */
+export function isFinishedStatus(status: string): status is FinishedStatus {
+  return (FINISHED_STATUSES as readonly string[]).includes(status);
+}
+
+export const WEBHOOK_EVENT_TYPES = [
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'training.completed',
+  'training.failed',
+  'training.cancelled',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const AUGMENTATION = { min: 1, max: 20, default: 5 } as const;
@@ -193,15 +211,14 @@ export type BenchmarkUploadRequestWire = z.input<typeof BenchmarkUploadRequestSc
 export type BenchmarkListWire = z.input<typeof BenchmarkListSchema>;
 
 /**
- * Cross-field rule of runs and trainings: `completedKeys` must be set once completed, and a failed
- * one must say why.
+ * Cross-field rule of runs and trainings: `completedKeys` must be set once completed,
+ * `cancelledKeys` (what was charged, and when) once cancelled, and a failed one must say why.
  */
-function requiredByStatus<K extends string>(completedKeys: readonly K[]) {
+function requiredByStatus<K extends string, C extends K>(completedKeys: readonly K[], cancelledKeys: readonly C[]) {
   return (value: { status: string; error_message: string | null } & Record<K, unknown>, ctx: z.RefinementCtx): void => {
-    if (value.status === 'completed') {
-      for (const key of completedKeys) {
-        if (value[key] === null) ctx.addIssue({ code: 'custom', path: [key], message: 'required when status is completed' });
-      }
+    const required: readonly K[] = value.status === 'completed' ? completedKeys : value.status === 'cancelled' ? cancelledKeys : [];
+    for (const key of required) {
+      if (value[key] === null) ctx.addIssue({ code: 'custom', path: [key], message: `required when status is ${value.status}` });
     }
     if (value.status === 'failed' && value.error_message === null) {
       ctx.addIssue({ code: 'custom', path: ['error_message'], message: 'required when status is failed' });
@@ -239,7 +256,7 @@ export const RunSchema = z
     prompt_tokens: count.nullable().optional(),
     completion_tokens: count.nullable().optional(),
   })
-  .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at']))
+  .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at'], ['charged_credits', 'finished_at']))
   .transform((r) => ({
     id: r.id,
     benchmarkId: r.benchmark_id,
@@ -435,7 +452,9 @@ export const TrainingJobSchema = z
     steps: z.object({ done: count, total: count }).nullable().optional(),
     loss: z.number().nullable().optional(),
   })
-  .superRefine(requiredByStatus(['produced_model_id', 'price_charged_credits', 'finished_at']))
+  .superRefine(
+    requiredByStatus(['produced_model_id', 'price_charged_credits', 'finished_at'], ['price_charged_credits', 'finished_at']),
+  )
   .transform((t) => ({
     id: t.id,
     datasetId: t.dataset_id,

@@ -71,10 +71,11 @@ function normalizeBaseUrl(baseUrl: string): string {
 }
 
 /**
- * Creates the HTTP implementation of `Platform`. Every call (reads, the estimate, and launches,
- * which always carry their caller's idempotency key) is retried on 429, 5xx, timeouts and network
- * errors with exponential backoff and jitter, waiting at least `Retry-After`. Other 4xx fail at
- * once. A response that does not match the contract fails with `invalid_response` naming the field.
+ * Creates the HTTP implementation of `Platform`. Every call (reads, the estimate, launches, which
+ * always carry their caller's idempotency key, and cancels, which are idempotent by design) is
+ * retried on 429, 5xx, timeouts and network errors with exponential backoff and jitter, waiting at
+ * least `Retry-After`. Other 4xx fail at once. A response that does not match the contract fails
+ * with `invalid_response` naming the field.
  */
 export function createHttpPlatform(options: HttpPlatformOptions): Platform {
   const root = normalizeBaseUrl(options.baseUrl);
@@ -193,6 +194,8 @@ export function createHttpPlatform(options: HttpPlatformOptions): Platform {
       return call({ method: 'POST', path: '/runs', body, idempotencyKey }, RunSchema);
     },
     getRun: (id) => call({ method: 'GET', path: `/runs/${segment(id)}` }, RunSchema),
+    // A cancel is a write, retried like a read: cancelling twice answers the cancelled run again.
+    cancelRun: (id) => call({ method: 'POST', path: `/runs/${segment(id)}/cancel` }, RunSchema),
     listRunResults(runId, page = {}) {
       return call(
         { method: 'GET', path: `/runs/${segment(runId)}/results`, query: { cursor: page.cursor, limit: page.limit } },
@@ -226,6 +229,7 @@ export function createHttpPlatform(options: HttpPlatformOptions): Platform {
       return call({ method: 'POST', path: '/trainings', body, idempotencyKey }, TrainingJobSchema);
     },
     getTraining: (id) => call({ method: 'GET', path: `/trainings/${segment(id)}` }, TrainingJobSchema),
+    cancelTraining: (id) => call({ method: 'POST', path: `/trainings/${segment(id)}/cancel` }, TrainingJobSchema),
     getBalance: () => call({ method: 'GET', path: '/account' }, AccountSchema),
     async registerWebhook(url) {
       const body: WebhookEndpointRequestWire = { url };

@@ -10,12 +10,14 @@ import type {
   TrainingJob,
 } from './contract.js';
 
+export { isFinishedStatus } from './contract.js';
 export type {
   Balance,
   Benchmark,
   BenchmarkPricing,
   Dataset,
   Environment,
+  FinishedStatus,
   Model,
   ModelKind,
   QuestionResult,
@@ -47,6 +49,13 @@ export interface Platform {
   uploadBenchmark(input: { id: string; fileName?: string; content: string }): Promise<Benchmark>;
   launchRun(input: { benchmarkId: string; modelId: string }, idempotencyKey: string): Promise<Run>;
   getRun(id: string): Promise<Run>;
+  /**
+   * Cancels a queued or running run: it ends `cancelled`, charged only for what was done (never
+   * more than its price), and the platform sends `run.cancelled`. Idempotent: cancelling a
+   * cancelled run returns it again. A run that already completed or failed fails with
+   * `already_finished` (409), changing nothing; an unknown id with `not_found`.
+   */
+  cancelRun(id: string): Promise<Run>;
   /** One page of a completed run's per-question results; pass `nextCursor` back until it is null. */
   listRunResults(
     runId: string,
@@ -63,6 +72,8 @@ export interface Platform {
     idempotencyKey: string,
   ): Promise<TrainingJob>;
   getTraining(id: string): Promise<TrainingJob>;
+  /** Cancels a queued or running training, as {@link Platform.cancelRun} does a run; sends `training.cancelled`. */
+  cancelTraining(id: string): Promise<TrainingJob>;
   getBalance(): Promise<Balance>;
   /** Sets the URL the platform POSTs webhooks to (replaces any previous one). */
   registerWebhook(url: string): Promise<void>;

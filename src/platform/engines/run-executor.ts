@@ -54,6 +54,11 @@ export interface RunExecutorOptions {
 export interface RunExecutor {
   /** Looks for new work now (after a launch). */
   wake(): void;
+  /**
+   * A run was cancelled (its row says so): its questions in flight are aborted and their answers
+   * discarded. Runs cancelled through another process are noticed on the next pass.
+   */
+  cancelled(runId: string): void;
   /** Stops asking; answers in flight are abandoned unstored (asked again on the next start). */
   stop(): Promise<void>;
 }
@@ -69,6 +74,8 @@ const LEADER_LOCK = "hashtext('verdict-bot:run-executor')";
  * stored answers, the charge (token usage at the run's rate, at most its quoted price), and the
  * platform event. A question the engine fails to answer after its retries fails the run, charging
  * nothing. After a crash, a new executor asks only the questions whose answer was never stored.
+ * A cancelled run is never asked again: its requests in flight are aborted, and an answer that
+ * arrives anyway is not stored (storing requires the run to be running, under a lock a cancel waits for).
  */
 export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
   const { pool, inference, logger } = options;
@@ -76,7 +83,7 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
   const concurrency = Math.max(1, options.concurrency);
   const pollIntervalMs = options.pollIntervalMs ?? 500;
   const stopping = new AbortController();
-  const inFlight = new Map<string, Promise<void>>();
+  const inFlight = new Map<string, { runId: string; abort: AbortController; task: Promise<void> }>();
   let leader: pg.PoolClient | null = null;
   let wakeUp: (() => void) | null = null;
   let dirty = true;
@@ -86,6 +93,26 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
   function wake(): void {
     dirty = true;
     wakeUp?.();
+  }
+
+  function abortRun(runId: string): void {
+    for (const question of inFlight.values()) {
+      if (question.runId === runId) question.abort.abort();
+    }
+  }
+
+  /** Aborts the questions in flight of runs that are no longer running (cancelled through any process). */
+  async function abortFinishedRuns(): Promise<void> {
+    const runIds = [...new Set([...inFlight.values()].map((q) => q.runId))];
+    if (runIds.length === 0) return;
+    const result = await pool.query<{ id: string; status: string }>(
+      `SELECT id, status FROM sandbox.runs WHERE id = ANY($1::text[]) AND status <> 'running'`,
+      [runIds],
+    );
+    for (const row of result.rows) {
+      logger.info({ runId: row.id, status: row.status }, 'engine run no longer running; its questions in flight are aborted');
+      abortRun(row.id);
+    }
   }
 
   function nap(ms: number): Promise<void> {
@@ -182,8 +209,8 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
     logger.warn({ runId: question.runId, questionId: question.item.id, err: error }, 'engine run failed');
   }
 
-  async function ask(question: PendingQuestion): Promise<void> {
-    const signal = stopping.signal;
+  async function ask(question: PendingQuestion, cancelled: AbortSignal): Promise<void> {
+    const signal = AbortSignal.any([stopping.signal, cancelled]);
     try {
       const answerTokens = await inference.countTokens(question.modelId, question.item.answer, signal);
       const maxTokens = generationBudget(answerTokens.count, question.item.max_tokens);
@@ -222,11 +249,12 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
     const questions = await pendingQuestions(pool, room, new Set(inFlight.keys()));
     for (const question of questions) {
       const key = keyOf(question);
-      const task = ask(question).finally(() => {
+      const abort = new AbortController();
+      const task = ask(question, abort.signal).finally(() => {
         inFlight.delete(key);
         wake();
       });
-      inFlight.set(key, task);
+      inFlight.set(key, { runId: question.runId, abort, task });
     }
   }
 
@@ -235,6 +263,7 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
       dirty = false;
       try {
         if (await becomeLeader()) {
+          await abortFinishedRuns();
           await startQueuedRuns();
           await finishAnsweredRuns();
           await fill();
@@ -251,11 +280,15 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
 
   return {
     wake,
+    cancelled(runId) {
+      abortRun(runId);
+      wake();
+    },
     async stop() {
       stopping.abort();
       wakeUp?.();
       await running;
-      await Promise.allSettled([...inFlight.values()]);
+      await Promise.allSettled([...inFlight.values()].map((q) => q.task));
       if (leader) {
         // Destroying the connection releases the session lock, even if the unlock could not run.
         leader.release(true);

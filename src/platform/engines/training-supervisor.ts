@@ -11,6 +11,7 @@ import {
   getTraining,
   activeTrainerTrainingIds,
   insertFineTunedModel,
+  updateActiveTraining,
   updateTraining,
   withTransaction,
   type TrainingRow,
@@ -51,6 +52,11 @@ export interface TrainingSupervisor {
   tick(): Promise<void>;
   /** Ids of the trainings this process is training now. */
   active(): string[];
+  /**
+   * A training was cancelled (its row says so): if this process trains it, its trainer job is
+   * cancelled through the port now; returns at once. Other processes notice on their next tick.
+   */
+  cancel(id: string): void;
   /** Resolves when every training this process started has settled (completed, failed or handed back). */
   idle(): Promise<void>;
   /** Cancels this process's trainer jobs and releases their locks; the trainings stay running for a rerun. */
@@ -58,6 +64,13 @@ export interface TrainingSupervisor {
 }
 
 const LOCK_SQL = `hashtext('verdict-bot:training'), hashtext($1)`;
+
+/** A training this process trains: its trainer job once started, and whether it was cancelled. */
+interface Entry {
+  job: TrainerJob | null;
+  settled: Promise<void>;
+  cancelled: boolean;
+}
 
 function adapterFile(options: TrainingSupervisorOptions, trainingId: string): string {
   return path.join(options.adaptersDir, `${trainingId}.gguf`);
@@ -75,14 +88,16 @@ async function nonEmptyFile(file: string): Promise<boolean> {
  * killed process loses its connection, Postgres releases the lock, and the next tick of any
  * process reruns the training (an adapter already written is taken as is). Completion (the
  * fine-tuned model, the charge and the signed `training.completed` event) is one transaction that
- * happens at most once.
+ * happens at most once. A cancelled training (status `cancelled`, set by the API) is never
+ * claimed again; the process training it cancels its trainer job (a local process is killed, a
+ * remote job cancelled), and nothing it reports afterwards changes the training.
  */
 export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingSupervisorOptions): TrainingSupervisor {
   const logger: SandboxLogger = ctx.logger;
   const maxConcurrent = options.maxConcurrent ?? 1;
   const progressIntervalMs = options.progressIntervalMs ?? 500;
   const maxAttempts = options.maxAttempts ?? 3;
-  const running = new Map<string, { job: TrainerJob | null; settled: Promise<void> }>();
+  const running = new Map<string, Entry>();
   let stopping = false;
   let ticking: Promise<void> | null = null;
   let restored = false;
@@ -194,13 +209,13 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       const remainingMs = event.step > 0 ? (elapsed / event.step) * Math.max(0, event.totalSteps - event.step) : null;
       writing = writing
         .then(() =>
-          updateTraining(ctx.pool, id, {
+          updateActiveTraining(ctx.pool, id, {
             step: event.step,
             total_steps: event.totalSteps,
             loss: Number.isFinite(event.loss) ? event.loss : null,
             progress_at: new Date(now),
             ...(remainingMs !== null ? { estimated_finish_at: new Date(now + remainingMs) } : {}),
-          }),
+          }).then(() => undefined),
         )
         .catch((error: unknown) => logger.warn({ err: error, trainingId: id }, 'training progress not stored'));
     };
@@ -246,12 +261,16 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion })).join('\n') + '\n');
 
       const startedAt = ctx.now();
-      await updateTraining(ctx.pool, id, {
+      const claimed = await updateActiveTraining(ctx.pool, id, {
         status: 'running',
         started_at: training.started_at ?? startedAt,
         attempts: training.attempts + 1,
         error_message: null,
       });
+      if (!claimed) {
+        logger.info({ trainingId: id }, 'training cancelled before its trainer started');
+        return;
+      }
       logger.info({ trainingId: id, attempt: training.attempts + 1, trainer: options.trainer.label }, 'training started');
       const onProgress = progressWriter(id, startedAt.getTime());
       const job = await options.trainer.start(
@@ -271,8 +290,15 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       );
       const entry = running.get(id);
       if (entry) entry.job = job;
-      if (stopping || lost) await (job.detach ?? job.cancel).call(job);
+      // A cancel that came while the trainer was starting: the tick saw no job to cancel yet.
+      if (entry && !entry.cancelled && !(await isActive(id))) entry.cancelled = true;
+      if (entry?.cancelled) await job.cancel();
+      else if (stopping || lost) await (job.detach ?? job.cancel).call(job);
       const outcome = await job.done;
+      if (entry?.cancelled) {
+        logger.info({ trainingId: id, outcome: outcome.type }, 'training cancelled; its trainer job was stopped');
+        return;
+      }
       if (stopping || lost) {
         logger.info({ trainingId: id }, 'training handed back for a rerun');
         return;
@@ -288,7 +314,33 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     }
   }
 
+  async function isActive(id: string): Promise<boolean> {
+    const result = await ctx.pool.query<{ status: string }>('SELECT status FROM sandbox.trainings WHERE id = $1', [id]);
+    const status = result.rows[0]?.status;
+    return status === 'queued' || status === 'running';
+  }
+
+  function cancelJob(id: string): void {
+    const entry = running.get(id);
+    if (!entry || entry.cancelled) return;
+    entry.cancelled = true;
+    logger.info({ trainingId: id }, 'training cancelled; stopping its trainer job');
+    void entry.job?.cancel().catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'trainer job not cancelled'));
+  }
+
+  /** Cancels the trainer jobs of this process's trainings that were cancelled through any process. */
+  async function stopCancelled(): Promise<void> {
+    const ids = [...running].filter(([, entry]) => !entry.cancelled).map(([id]) => id);
+    if (ids.length === 0) return;
+    const result = await ctx.pool.query<{ id: string }>(
+      `SELECT id FROM sandbox.trainings WHERE id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`,
+      [ids],
+    );
+    for (const row of result.rows) cancelJob(row.id);
+  }
+
   async function claimDue(): Promise<void> {
+    await stopCancelled();
     if (!restored) {
       await restoreAdapters().catch((error: unknown) =>
         logger.warn({ err: error }, 'trained adapters not served yet; retried on the next tick'),
@@ -299,7 +351,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       if (running.has(id)) continue;
       const lock = await claim(id);
       if (!lock) continue;
-      const entry: { job: TrainerJob | null; settled: Promise<void> } = { job: null, settled: Promise.resolve() };
+      const entry: Entry = { job: null, settled: Promise.resolve(), cancelled: false };
       running.set(id, entry);
       entry.settled = train(id, lock)
         .catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'training supervision failed; retried on a later tick'))
@@ -317,6 +369,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       return ticking;
     },
     active: () => [...running.keys()],
+    cancel: cancelJob,
     async idle() {
       await ticking;
       await Promise.all([...running.values()].map((entry) => entry.settled));
@@ -325,7 +378,11 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       stopping = true;
       await ticking;
       // A remote job is left running (detached) for the next start to reattach; a local one is stopped.
-      await Promise.all([...running.values()].map((entry) => (entry.job ? (entry.job.detach ?? entry.job.cancel).call(entry.job) : undefined)));
+      await Promise.all(
+        [...running.values()].map((entry) =>
+          entry.job && !entry.cancelled ? (entry.job.detach ?? entry.job.cancel).call(entry.job) : undefined,
+        ),
+      );
       await Promise.all([...running.values()].map((entry) => entry.settled));
     },
   };

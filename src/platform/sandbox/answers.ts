@@ -80,13 +80,18 @@ export interface StoredAnswer {
   answeredAt: Date;
 }
 
-/** Stores a question's answer once; false when it was already stored (the first answer stays). */
+/**
+ * Stores a question's answer once, and only while its run is running; false when it was already
+ * stored (the first answer stays) or the run has finished (a cancelled run keeps the answers it had:
+ * the share lock makes a concurrent cancel, which locks the run for update, count this answer or refuse it).
+ */
 export async function storeAnswer(db: Db, runId: string, position: number, answer: StoredAnswer): Promise<boolean> {
   const result = await db.query(
     `UPDATE sandbox.run_answers
         SET max_tokens = $3, style = $4, raw_output = $5, extracted_answer = $6, score = $7, prompt_tokens = $8,
             completion_tokens = $9, finish_reason = $10, answered_at = $11
-      WHERE run_id = $1 AND position = $2 AND answered_at IS NULL`,
+      WHERE run_id = $1 AND position = $2 AND answered_at IS NULL
+        AND EXISTS (SELECT 1 FROM sandbox.runs r WHERE r.id = $1 AND r.status = 'running' FOR SHARE)`,
     [
       runId,
       position,

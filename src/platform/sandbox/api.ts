@@ -20,6 +20,8 @@ import type { SandboxContext } from './context.js';
 import {
   SandboxApiError,
   buildDataset,
+  cancelRun,
+  cancelTraining,
   estimateTraining,
   launchRun,
   launchTraining,
@@ -157,6 +159,7 @@ function routes(ctx: SandboxContext): Route[] {
       return launchRun(ctx, parseBody(LaunchRunRequestSchema, request.body), key);
     }),
     route('GET', '/runs/([^/]+)', async (_request, [id]) => json(runToWire(await requireRun(ctx, id!), ctx.publicUrl))),
+    route('POST', '/runs/([^/]+)/cancel', async (_request, [id]) => cancelRun(ctx, id!)),
     route('GET', '/runs/([^/]+)/results', async (request, [id]) => {
       const run = await requireRun(ctx, id!);
       const limit = parseLimit(request.url.searchParams.get('limit'));
@@ -209,6 +212,7 @@ function routes(ctx: SandboxContext): Route[] {
       if (!training) throw new SandboxApiError(404, 'not_found', `training ${id} not found`);
       return json(trainingToWire(training, ctx.publicUrl, ctx.now()));
     }),
+    route('POST', '/trainings/([^/]+)/cancel', async (_request, [id]) => cancelTraining(ctx, id!)),
 
     route('GET', '/webhook-endpoint', async () => json(await readWebhookEndpoint(ctx))),
     route('PUT', '/webhook-endpoint', async (request) => {

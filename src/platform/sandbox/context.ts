@@ -72,6 +72,8 @@ export interface InferenceContext {
   renderPrompt(item: RunItem): string;
   /** Wakes the run executor after a launch. */
   wake(): void;
+  /** Tells this process's run executor a run was cancelled: its questions in flight are aborted, their answers discarded. */
+  cancelled(runId: string): void;
 }
 
 /** What launching and pricing a real training needs. */

@@ -18,8 +18,8 @@ import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
 import type { InferenceModel } from '../engines/inference.js';
-import { estimateRunCredits } from '../engines/run-executor.js';
-import { insertRunQuestions, upsertEngineModels } from './answers.js';
+import { chargeFor, estimateRunCredits } from '../engines/run-executor.js';
+import { answerTotals, insertRunQuestions, upsertEngineModels } from './answers.js';
 import type { InferenceContext, SandboxContext, TrainingEngine } from './context.js';
 import { memorizationProbability, splitFailures, summarizeRun } from './simulator.js';
 import {
@@ -40,6 +40,8 @@ import {
   readAccount,
   runAnsweredQuestions,
   runToWire,
+  simulatedRunDone,
+  trainingProgress,
   trainingToWire,
   updateRun,
   updateTraining,
@@ -47,6 +49,7 @@ import {
   type DatasetRow,
   type ModelRow,
   type RunRow,
+  type TrainingRow,
 } from './store.js';
 
 export class SandboxApiError extends Error {
@@ -652,6 +655,102 @@ async function advanceTraining(ctx: SandboxContext, id: string, now: Date): Prom
     await enqueueEvent(ctx, client, 'training.completed', id, training.finishes_at);
     ctx.logger.info({ trainingId: id, modelId, charged: training.price }, 'sandbox training completed');
   });
+}
+
+// ---------------------------------------------------------------- cancelling
+
+function alreadyFinished(kind: 'run' | 'training', row: { id: string; status: string; finished_at: Date | null }): SandboxApiError {
+  const when = row.finished_at ? ` at ${row.finished_at.toISOString()}` : '';
+  return new SandboxApiError(409, 'already_finished', `${kind} ${row.id} already ${row.status}${when}; there is nothing to cancel`);
+}
+
+/**
+ * What a run has cost when it is cancelled at `now`: a real run its stored answers' tokens at its
+ * rate (the answers in flight are discarded, not charged), a simulated run the share of its
+ * questions answered by now; never more than its price.
+ */
+async function cancelledRunCharge(
+  client: pg.PoolClient,
+  run: RunRow,
+  now: Date,
+): Promise<{ charged: number; promptTokens?: number; completionTokens?: number }> {
+  if (run.engine !== null) {
+    const totals = await answerTotals(client, run.id);
+    const tokens = totals.promptTokens + totals.completionTokens;
+    return {
+      charged: Math.min(run.price, chargeFor(tokens, run.credits_per_1k_tokens ?? 0)),
+      promptTokens: totals.promptTokens,
+      completionTokens: totals.completionTokens,
+    };
+  }
+  const done = simulatedRunDone({ ...run, status: 'running' }, now);
+  return { charged: Math.min(run.price, roundCredits((run.price * done) / Math.max(1, run.question_count))) };
+}
+
+/**
+ * `POST /runs/{id}/cancel`: a queued or running run becomes `cancelled` in one transaction with
+ * its charge (what was done, never more than the price), the release of its reservation and the
+ * `run.cancelled` event; the engine stops asking. Cancelling a cancelled run answers it again
+ * (200); a completed or failed one is a 409 `already_finished`.
+ */
+export async function cancelRun(ctx: SandboxContext, id: string): Promise<Reply> {
+  const { row, cancelled } = await withTransaction(ctx.pool, async (client) => {
+    const run = await getRun(client, id, 'for-update');
+    if (!run) throw notFound(`run ${id}`);
+    if (run.status === 'cancelled') return { row: run, cancelled: false };
+    if (run.status !== 'queued' && run.status !== 'running') throw alreadyFinished('run', run);
+    const now = ctx.now();
+    const cost = await cancelledRunCharge(client, run, now);
+    const started = run.started_at ?? (run.engine === null && run.starts_at <= now ? run.starts_at : null);
+    await updateRun(client, id, {
+      status: 'cancelled',
+      charged: cost.charged,
+      started_at: started,
+      finished_at: now,
+      ...(cost.promptTokens !== undefined ? { prompt_tokens: cost.promptTokens, completion_tokens: cost.completionTokens } : {}),
+    });
+    await chargeAccount(client, cost.charged);
+    await enqueueEvent(ctx, client, 'run.cancelled', id, now);
+    ctx.logger.info({ runId: id, charged: cost.charged, engine: run.engine ?? 'simulator' }, 'run cancelled');
+    return { row: (await getRun(client, id))!, cancelled: true };
+  });
+  if (cancelled && row.engine !== null) ctx.inference?.cancelled(row.id);
+  return { status: 200, body: runToWire(row, ctx.publicUrl, ctx.now()) };
+}
+
+/**
+ * What a training has cost when it is cancelled at `now`: its estimate times the progress it had
+ * made (a real trainer's last reported step over its total, a simulated training's elapsed share
+ * of its duration), rounded to the cent; never more than the estimate.
+ */
+function cancelledTrainingCharge(training: TrainingRow, now: Date): number {
+  const progress = trainingProgress({ ...training, status: 'running', finished_at: now }, now);
+  return Math.min(training.price, roundCredits(training.price * progress));
+}
+
+/**
+ * `POST /trainings/{id}/cancel`: a queued or running training becomes `cancelled` in one
+ * transaction with its charge, the release of its reservation and the `training.cancelled` event;
+ * its trainer job is cancelled through the trainer port by whichever process supervises it, and no
+ * supervisor starts it again. Same answers as {@link cancelRun} otherwise.
+ */
+export async function cancelTraining(ctx: SandboxContext, id: string): Promise<Reply> {
+  const { row, cancelled } = await withTransaction(ctx.pool, async (client) => {
+    const training = await getTraining(client, id, 'for-update');
+    if (!training) throw notFound(`training ${id}`);
+    if (training.status === 'cancelled') return { row: training, cancelled: false };
+    if (training.status !== 'queued' && training.status !== 'running') throw alreadyFinished('training', training);
+    const now = ctx.now();
+    const started = training.started_at ?? (training.trainer === null && training.starts_at <= now ? training.starts_at : null);
+    const charged = cancelledTrainingCharge({ ...training, started_at: started }, now);
+    await updateTraining(client, id, { status: 'cancelled', charged, started_at: started, finished_at: now });
+    await chargeAccount(client, charged);
+    await enqueueEvent(ctx, client, 'training.cancelled', id, now);
+    ctx.logger.info({ trainingId: id, charged, trainer: training.trainer ?? 'simulator' }, 'training cancelled');
+    return { row: (await getTraining(client, id))!, cancelled: true };
+  });
+  if (cancelled && row.trainer !== null) ctx.training?.supervisor.cancel(row.id);
+  return { status: 200, body: trainingToWire(row, ctx.publicUrl, ctx.now()) };
 }
 
 /** Starts and finishes every run and training that is due, one transaction each. */

@@ -259,6 +259,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
         benchmarkItems: inferenceOptions.benchmarkItems ?? (async (id) => (await ctx.benchmarks.items(id)) ?? catalogueItems(seed, id)),
         renderPrompt,
         wake: () => executor?.wake(),
+        cancelled: (runId) => executor?.cancelled(runId),
       };
       executor = startRunExecutor({
         pool,

@@ -177,6 +177,18 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 4, sql: BENCHMARK_UPLOADS_DDL },
   // A fine-tuned model served by a hosted engine under its own name (Together's output model); runs ask for it.
   { version: 5, sql: 'ALTER TABLE sandbox.models ADD COLUMN IF NOT EXISTS served_model text' },
+  {
+    // Runs and trainings cancelled on request (POST .../cancel): a final status beside completed and failed.
+    version: 6,
+    sql: `
+      ALTER TABLE sandbox.runs DROP CONSTRAINT IF EXISTS runs_status_check;
+      ALTER TABLE sandbox.runs ADD CONSTRAINT runs_status_check
+        CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled'));
+      ALTER TABLE sandbox.trainings DROP CONSTRAINT IF EXISTS trainings_status_check;
+      ALTER TABLE sandbox.trainings ADD CONSTRAINT trainings_status_check
+        CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled'));
+    `,
+  },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */

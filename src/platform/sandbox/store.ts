@@ -1,6 +1,7 @@
 // Sandbox state in Postgres: row types, queries, and the mapping from rows to the wire contract.
 import type pg from 'pg';
 import {
+  isFinishedStatus,
   type AccountWire,
   type DatasetWire,
   type ModelWire,
@@ -312,8 +313,12 @@ export async function insertRun(
   return result.rows[0]!;
 }
 
-export async function getRun(db: Db, id: string, lock: 'none' | 'skip-locked' = 'none'): Promise<RunRow | null> {
-  const suffix = lock === 'skip-locked' ? 'FOR UPDATE SKIP LOCKED' : '';
+export async function getRun(
+  db: Db,
+  id: string,
+  lock: 'none' | 'skip-locked' | 'for-update' = 'none',
+): Promise<RunRow | null> {
+  const suffix = lock === 'skip-locked' ? 'FOR UPDATE SKIP LOCKED' : lock === 'for-update' ? 'FOR UPDATE' : '';
   const result = await db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM sandbox.runs WHERE id = $1 ${suffix}`, [id]);
   return result.rows[0] ?? null;
 }
@@ -364,8 +369,20 @@ function engineRunEta(row: RunRow, now: Date): Date | null {
 /** The engine label on the wire: the engine's own, or `simulator` for the sandbox's simulated model. */
 export const SIMULATED_ENGINE = 'simulator';
 
+/**
+ * Questions a simulated run has answered by `at`: its share of the planned duration since its
+ * planned start, in whole questions (all once completed). A cancelled run stopped at `finished_at`.
+ */
+export function simulatedRunDone(row: RunRow, at: Date): number {
+  if (row.status === 'completed') return row.question_count;
+  const end = row.status === 'cancelled' || row.status === 'failed' ? (row.finished_at ?? at) : at;
+  if (row.status === 'queued' && row.starts_at > at) return 0;
+  const fraction = (end.getTime() - row.starts_at.getTime()) / Math.max(1, row.duration_ms);
+  return Math.floor(row.question_count * Math.min(1, Math.max(0, fraction)));
+}
+
 export function runToWire(row: RunRow, publicUrl: string, now: Date = new Date()): RunWire {
-  const finished = row.status === 'completed' || row.status === 'failed';
+  const finished = isFinishedStatus(row.status);
   const simulatedEta = new Date(row.starts_at.getTime() + row.duration_ms);
   const eta = row.engine === null ? simulatedEta : engineRunEta(row, now);
   return {
@@ -387,7 +404,7 @@ export function runToWire(row: RunRow, publicUrl: string, now: Date = new Date()
     environment: 'sandbox',
     engine: row.engine ?? SIMULATED_ENGINE,
     progress: {
-      done: row.engine === null ? (row.status === 'completed' ? row.question_count : 0) : row.answered,
+      done: row.engine === null ? simulatedRunDone(row, now) : row.answered,
       total: row.question_count,
     },
     ...(row.engine === null
@@ -576,11 +593,21 @@ export async function getTraining(
 }
 
 export async function updateTraining(db: Db, id: string, fields: Partial<Omit<TrainingRow, 'id'>>): Promise<void> {
+  await updateTrainingWhere(db, id, fields, '');
+}
+
+/** Updates a training only while it is queued or running; false when it has finished (e.g. was cancelled). */
+export async function updateActiveTraining(db: Db, id: string, fields: Partial<Omit<TrainingRow, 'id'>>): Promise<boolean> {
+  return updateTrainingWhere(db, id, fields, ` AND status IN ('queued', 'running')`);
+}
+
+async function updateTrainingWhere(db: Db, id: string, fields: Partial<Omit<TrainingRow, 'id'>>, condition: string): Promise<boolean> {
   const entries = Object.entries(fields);
-  if (entries.length === 0) return;
+  if (entries.length === 0) return false;
   const sets = entries.map(([key], i) => `${key} = $${i + 2}`);
   const values = entries.map(([key, value]) => (key === 'hyperparameters' && value !== null ? JSON.stringify(value) : value));
-  await db.query(`UPDATE sandbox.trainings SET ${sets.join(', ')} WHERE id = $1`, [id, ...values]);
+  const result = await db.query(`UPDATE sandbox.trainings SET ${sets.join(', ')} WHERE id = $1${condition}`, [id, ...values]);
+  return (result.rowCount ?? 0) > 0;
 }
 
 /** Simulated trainings that are due to start or finish (real ones are the training supervisor's). */
@@ -609,7 +636,7 @@ export function trainingWebUrl(publicUrl: string, id: string): string {
 
 /**
  * 1 once completed. A real training reports the trainer's steps done over total steps; a simulated
- * one elapsed over planned duration.
+ * one elapsed over planned duration (a cancelled one up to its cancel).
  */
 export function trainingProgress(row: TrainingRow, now: Date): number {
   if (row.status === 'completed') return 1;
@@ -624,7 +651,7 @@ export function trainingProgress(row: TrainingRow, now: Date): number {
 }
 
 export function trainingToWire(row: TrainingRow, publicUrl: string, now: Date): TrainingJobWire {
-  const finished = row.status === 'completed' || row.status === 'failed';
+  const finished = isFinishedStatus(row.status);
   return {
     id: row.id,
     dataset_id: row.dataset_id,
