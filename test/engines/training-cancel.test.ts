@@ -1,0 +1,139 @@
+// Cancelling a real training through one platform process while another one trains it: its trainer job is cancelled through the port, nothing restarts it.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PlatformError } from '../../src/platform/errors.js';
+import type { Trainer } from '../../src/platform/engines/trainer.js';
+import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
+import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { sleep, startTestSandbox, waitFor, waitForTraining, type TestSandbox } from '../platform/helpers.js';
+import { testTrainer } from './fixtures/test-trainer.js';
+
+const ENGINE = 'test engine, CPU';
+const BASE = 'tiny-stories';
+
+/** A completed run of the real engine with three failed questions, as the run executor stores it. */
+async function seedEngineRun(databaseUrl: string): Promise<string> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await migrateSandboxSchema(pool);
+    await pool.query(
+      `INSERT INTO sandbox.models (id, name, kind, params, size_label, created_at, engine)
+       VALUES ($1, $1, 'base', 260000, '260K', now(), $2)`,
+      [BASE, ENGINE],
+    );
+    const run = await pool.query<{ id: string }>(
+      `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, seed, flip_rate,
+                                 created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, engine)
+       VALUES ('run_' || nextval('sandbox.run_ids'), 'stories', $1, 'completed', 3, 1, 1, 0, 0, 0,
+               now(), now(), now(), 0, now(), now(), $2) RETURNING id`,
+      [BASE, ENGINE],
+    );
+    const runId = run.rows[0]!.id;
+    for (const [position, word] of ['girl', 'park', 'ball'].entries()) {
+      const item = { id: `q${position + 1}`, question: `The little dog saw a ${position}`, answer: word };
+      await pool.query(
+        `INSERT INTO sandbox.run_answers (run_id, position, question_id, category, question, expected_answer, item, prompt,
+                                          raw_output, extracted_answer, score, prompt_tokens, completion_tokens, answered_at)
+         VALUES ($1, $2, $3, 'story', $4, $5, $6, $4, 'x', 'x', 0, 5, 2, now())`,
+        [runId, position, item.id, item.question, item.answer, JSON.stringify(item)],
+      );
+    }
+    return runId;
+  } finally {
+    await pool.end();
+  }
+}
+
+describe('cancelling a real training', () => {
+  const started: TestSandbox[] = [];
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.sandbox.stop();
+  });
+
+  async function setup() {
+    const databaseUrl = await createTestDatabase('traincancel');
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-traincancel-'));
+    await writeFile(path.join(dir, `${BASE}.gguf`), 'not read by the test trainer');
+    const runId = await seedEngineRun(databaseUrl);
+    const options = (trainer: Trainer): SandboxTrainingOptions => ({
+      trainer,
+      adaptersDir: path.join(dir, 'adapters'),
+      workDir: path.join(dir, 'training'),
+      threads: 1,
+      progressIntervalMs: 0,
+      creditsPer1kTokens: 2,
+      baseModelPath: (id) => (id === BASE ? path.join(dir, `${BASE}.gguf`) : null),
+      countTokens: async (_model, text) => text.split(/\s+/).filter(Boolean).length,
+      registerAdapter: async () => undefined,
+    });
+    const start = async (trainer: Trainer) => {
+      const s = await startTestSandbox({ databaseUrl, training: options(trainer) });
+      started.push(s);
+      return s;
+    };
+    return { databaseUrl, runId, start };
+  }
+
+  it('through the process that does not train it: the other one cancels its trainer job; charged its progress; neither relaunches it', async () => {
+    const { databaseUrl, runId, start } = await setup();
+    const first = testTrainer();
+    const second = testTrainer();
+    first.holdNow();
+    second.holdNow();
+    const a = await start(first.trainer);
+    const b = await start(second.trainer);
+    const dataset = await a.platform.buildDataset({ runId, augmentation: 4 }, 'ds');
+    const launched = await a.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
+    await waitFor(async () => (await a.platform.getTraining(launched.id)).progress > 0);
+    const trainerOf = first.state.starts.length === 1 ? first : second;
+    const other = trainerOf === first ? b : a;
+    expect(trainerOf.state.concurrent).toBe(1);
+
+    const cancelled = await other.platform.cancelTraining(launched.id);
+    expect(cancelled).toMatchObject({ status: 'cancelled', progress: 0.25, steps: { done: 1, total: 4 }, producedModelId: null });
+    expect(cancelled.priceChargedCredits).toBe(Math.round(cancelled.priceEstimatedCredits * 0.25 * 100) / 100);
+
+    // The training process notices on its next tick and cancels the job through the port (the held job ends).
+    await waitFor(() => trainerOf.state.concurrent === 0, 5_000);
+    first.state.hold!.release();
+    second.state.hold!.release();
+    await sleep(500);
+    expect(first.state.starts.length + second.state.starts.length).toBe(1);
+    expect(await a.platform.getTraining(launched.id)).toMatchObject({ status: 'cancelled', progress: 0.25, steps: { done: 1, total: 4 } });
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    const models = await pool.query('SELECT id FROM sandbox.models WHERE training_job_id = $1', [launched.id]);
+    const balance = await pool.query<{ balance: string }>('SELECT balance::text AS balance FROM sandbox.account');
+    await pool.end();
+    expect(models.rows).toEqual([]);
+    expect(balance.rows[0]!.balance).toBe((1000 - cancelled.priceChargedCredits!).toFixed(2));
+  });
+
+  it('a queued training (the supervisor is busy) is cancelled free and never started; a completed one answers 409', async () => {
+    const { runId, start } = await setup();
+    const trainer = testTrainer();
+    trainer.holdNow();
+    const { platform } = await start(trainer.trainer);
+    const dataset = await platform.buildDataset({ runId }, 'ds');
+    const busy = await platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE, epochs: 1 }, 'busy');
+    const queued = await platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE, epochs: 2 }, 'queued');
+    await waitFor(() => trainer.state.starts.length === 1 || undefined);
+    const cancelled = await platform.cancelTraining(queued.id);
+    expect(cancelled).toMatchObject({ status: 'cancelled', priceChargedCredits: 0, startedAt: null, progress: 0 });
+    trainer.state.hold!.release();
+    expect((await waitForTraining(platform, busy.id)).status).toBe('completed');
+    await sleep(300);
+    expect(trainer.state.starts.map((s) => s.jobId)).toEqual([busy.id]);
+
+    const error = await platform.cancelTraining(busy.id).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(PlatformError);
+    expect(error).toMatchObject({ code: 'already_finished', status: 409 });
+    expect((error as Error).message).toContain(`training ${busy.id} already completed`);
+  });
+});
