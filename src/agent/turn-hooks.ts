@@ -80,13 +80,17 @@ async function renderPlatformEvent(ctx: ToolContext): Promise<string | SkipTurn>
   const payload = ctx.trigger.payload as { type: string; resourceKind: 'run' | 'training'; resourceId: string };
   const resource = await findResourceByPlatformId(ctx.db, payload.resourceKind, payload.resourceId);
   let facts: string;
-  let outcome: 'completed' | 'failed' | 'running';
+  let outcome: 'completed' | 'failed' | 'cancelled' | 'running';
   let step: PlanStepKind | null = (resource?.plan_step as PlanStepKind | null) ?? null;
   let producedModelId: string | null = null;
+  /** How far a cancelled run or training got, and what it cost. */
+  let stopped = '';
   if (payload.resourceKind === 'run') {
     const run: Run = await ctx.platform.getRun(payload.resourceId);
     facts = describeRun(run);
-    outcome = run.status === 'completed' ? 'completed' : run.status === 'failed' ? 'failed' : 'running';
+    outcome = run.status === 'queued' ? 'running' : run.status;
+    if (run.progress) stopped = `${run.progress.done} of ${run.progress.total} questions answered, `;
+    stopped += `charged ${run.chargedCredits ?? 0} of ${run.priceCredits} credits`;
     if (resource) {
       await updateResourceStatus(ctx.db, ctx.chat.team_id, resource.id, {
         status: run.status,
@@ -98,7 +102,8 @@ async function renderPlatformEvent(ctx: ToolContext): Promise<string | SkipTurn>
   } else {
     const job: TrainingJob = await ctx.platform.getTraining(payload.resourceId);
     facts = describeTraining(job);
-    outcome = job.status === 'completed' ? 'completed' : job.status === 'failed' ? 'failed' : 'running';
+    outcome = job.status === 'queued' ? 'running' : job.status;
+    stopped = `${Math.round(job.progress * 100)}% trained, charged ${job.priceChargedCredits ?? 0} of ${job.priceEstimatedCredits} credits`;
     producedModelId = job.producedModelId;
     if (resource) {
       await updateResourceStatus(ctx.db, ctx.chat.team_id, resource.id, {
@@ -122,18 +127,25 @@ async function renderPlatformEvent(ctx: ToolContext): Promise<string | SkipTurn>
 
   let plan: Plan | undefined = parsePlan(ctx.chat.plan);
   if (plan && step && findStep(plan, step)?.status === 'launched') {
-    plan = updateStep(plan, step, outcome === 'completed' ? { status: 'completed' } : { status: 'failed', error: facts });
+    plan = updateStep(
+      plan,
+      step,
+      outcome === 'completed' ? { status: 'completed' } : { status: 'failed', error: outcome === 'cancelled' ? `cancelled: ${facts}` : facts },
+    );
     if (step === 'train' && outcome === 'completed' && producedModelId) plan = { ...plan, trainedModelId: producedModelId };
     await savePlan(ctx, plan);
   } else if (!plan) {
     step = null;
   }
 
+  const cancelled = `The ${payload.resourceKind} was cancelled (${stopped}): tell the person plainly that the ${payload.resourceKind} was cancelled, what it had done and what it cost. Launch nothing.`;
   const lines = [`[Platform event ${payload.type}${ctx.trigger.kind === 'reconcile' ? ' (found by the sweep; its webhook never arrived)' : ''}]`, facts];
   if (plan) {
     lines.push(`[Agreed plan of this thread]\n${describePlan(plan)}`);
     const next = nextStep(plan);
-    if (outcome === 'failed') {
+    if (outcome === 'cancelled') {
+      lines.push(cancelled);
+    } else if (outcome === 'failed') {
       lines.push('The step failed: report it plainly to the person and launch nothing; offer to retry.');
     } else if (next) {
       const hints: Record<PlanStepKind, string> = {
@@ -146,6 +158,8 @@ async function renderPlatformEvent(ctx: ToolContext): Promise<string | SkipTurn>
     } else {
       lines.push('The plan is complete.');
     }
+  } else if (outcome === 'cancelled') {
+    lines.push(cancelled);
   } else {
     lines.push('No plan was agreed in this thread: report the result and offer the natural next steps with offer-next-steps. Launch nothing.');
   }

@@ -1,6 +1,7 @@
 // POST /webhooks/platform: verify, deduplicate by event id, and enqueue a trigger for the owning chat.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { FinishedStatus } from '../platform/contract.js';
 import { verifyWebhook, WebhookVerificationError } from '../platform/webhooks.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
@@ -37,7 +38,7 @@ export function createWebhookRoute(options: { db: Db; logger: Logger; secret: st
       throw error;
     }
     const log = options.logger.child({ webhookId: event.id, type: event.type, resourceId: event.data.id });
-    const [kind, outcome] = event.type.split('.') as ['run' | 'training', 'completed' | 'failed'];
+    const [kind, outcome] = event.type.split('.') as ['run' | 'training', FinishedStatus];
     const outcomeOf = await ingest.submit({ webhookId: event.id, type: event.type, kind, resourceId: event.data.id, outcome });
     if (outcomeOf.outcome === 'unknown') log.warn('webhook for a resource no chat started; acknowledged and ignored');
     else log.info({ outcome: outcomeOf.outcome, triggerId: outcomeOf.triggerId, teamId: outcomeOf.teamId }, 'webhook accepted');

@@ -1,6 +1,6 @@
 // The reconcile sweep: polls runs and trainings whose finish event is overdue and triggers the same turn.
 import type { Logger } from 'pino';
-import type { Platform } from '../platform/platform.js';
+import { isFinishedStatus, type Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
 import {
   listOverdueResources,
@@ -31,7 +31,7 @@ export async function reconcileOverdue(options: {
       logger.warn({ err: error, resourceId: resource.platform_id }, 'sweep could not read a resource; will try again');
       continue;
     }
-    if (status !== 'completed' && status !== 'failed') {
+    if (!isFinishedStatus(status)) {
       // Still running: push it back so the sweep looks again after another overdue period.
       await updateResourceStatus(db, resource.team_id, resource.id, { status });
       continue;
@@ -44,7 +44,7 @@ export async function reconcileOverdue(options: {
         {
           teamId: resource.team_id,
           kind: 'reconcile',
-          dedupeKey: resourceEventKey(resource.kind, resource.platform_id, status as 'completed' | 'failed'),
+          dedupeKey: resourceEventKey(resource.kind, resource.platform_id, status),
           userId: null,
           payload: { type, resourceKind: resource.kind, resourceId: resource.platform_id },
         },

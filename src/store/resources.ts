@@ -1,10 +1,11 @@
 // Platform resources (runs, datasets, trainings) a chat started, and which chat a platform event belongs to.
 import { sql } from 'kysely';
 import type { Db } from './db.js';
+import type { FinishedStatus } from '../platform/contract.js';
 import type { Resource, ResourceKind } from './tables.js';
 
 /** One trigger per resource outcome, whether a webhook (even redelivered) or the sweep reports it. */
-export function resourceEventKey(kind: ResourceKind, platformId: string, outcome: 'completed' | 'failed'): string {
+export function resourceEventKey(kind: ResourceKind, platformId: string, outcome: FinishedStatus): string {
   return `event:${kind}:${platformId}:${outcome}`;
 }
 

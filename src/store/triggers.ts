@@ -1,5 +1,6 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
+import type { FinishedStatus } from '../platform/contract.js';
 import type { Db } from './db.js';
 import { resourceEventKey } from './resources.js';
 import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
@@ -104,7 +105,7 @@ export interface PlatformEventInput {
   type: string;
   kind: 'run' | 'training';
   resourceId: string;
-  outcome: 'completed' | 'failed';
+  outcome: FinishedStatus;
 }
 
 export interface PlatformEventResult {

@@ -120,6 +120,27 @@ describe('http client', () => {
     expect(completed.message).toMatch(/score: required when status is completed/);
   });
 
+  it('retries a cancel (idempotent) on 503 and a lost answer, accepts the cancelled status, and fails at once on 409 already_finished', async () => {
+    const cancelled = runWire({ status: 'cancelled', charged_credits: 1.24, finished_at: '2025-01-01T12:00:30.000Z' });
+    const fake = await fakeServer((_seen, i) => {
+      if (i === 0) return { status: 503, body: { error: { code: 'unavailable', message: 'try again' } } };
+      if (i === 1) return 'hang';
+      if (i === 2) return { status: 200, body: cancelled };
+      if (i === 3) return { status: 200, body: { ...cancelled, charged_credits: null } };
+      return { status: 409, body: { error: { code: 'already_finished', message: 'run run_2 already completed; there is nothing to cancel' } } };
+    });
+    const client = fake.client({ timeoutMs: 300 });
+    const run = await client.cancelRun('run_1');
+    expect(run).toMatchObject({ status: 'cancelled', chargedCredits: 1.24, finishedAt: '2025-01-01T12:00:30.000Z' });
+    expect(fake.seen.map((s) => `${s.method} ${s.url}`)).toEqual(Array(3).fill('POST /api/v1/runs/run_1/cancel'));
+    const invalid = await failure(client.cancelRun('run_1'));
+    expect(invalid.message).toMatch(/charged_credits: required when status is cancelled/);
+    const finished = await failure(client.cancelTraining('tj_2'));
+    expect(finished).toMatchObject({ code: 'already_finished', status: 409, retryable: false });
+    expect(fake.seen.at(-1)!.url).toBe('/api/v1/trainings/tj_2/cancel');
+    expect(fake.seen).toHaveLength(5);
+  });
+
   it('rejects credits with more than two decimals and a body that is not JSON', async () => {
     const fake = await fakeServer((_seen, i) =>
       i === 0
