@@ -1,4 +1,4 @@
-// Standard Webhooks signing and verification for platform events (run/training completed or failed).
+// Standard Webhooks signing and verification for platform events (run/training completed, failed or cancelled).
 import { randomBytes } from 'node:crypto';
 import { Webhook, WebhookVerificationError as LibraryVerificationError } from 'standardwebhooks';
 import { WebhookEventSchema, describeZodError, type WebhookEvent } from './contract.js';
