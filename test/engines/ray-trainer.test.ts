@@ -195,7 +195,7 @@ describe.skipIf(!PYTHON || !MODEL_FILE)('Ray trainer on the fake cluster', () =>
     expect(done).toEqual({ type: 'failed', message: `Ray says: the job was stopped (job ${fake.jobs()[0]!.submission_id})` });
   }, 120_000);
 
-  it('cancel stops the job; detach leaves it running and a restarted trainer reattaches, never submitting twice', async () => {
+  it('cancel stops the job; detach leaves it running, and a restarted trainer reattaches to the job that finished meanwhile, never submitting twice', async () => {
     fake = await startFakeRay({ authToken: TOKEN, stopWaitMs: 200 });
     const s = await setup();
     fake.faults.pauseAtProgress = true;
@@ -206,10 +206,13 @@ describe.skipIf(!PYTHON || !MODEL_FILE)('Ray trainer on the fake cluster', () =>
     await first.detach!();
     expect((await first.done).type).toBe('failed');
     expect(fake.jobs()[0]!.status).toBe('RUNNING');
+    // The job finishes while no platform follows it.
+    fake.resume();
+    await until(() => fake!.jobs()[0]!.status === 'SUCCEEDED');
+    expect(existsSync(kept.adapterPath)).toBe(false);
 
     const events: TrainerEvent[] = [];
     const again = await trainer(s).start(kept, (e) => events.push(e));
-    fake.resume();
     const done = await again.done;
     expect(done).toMatchObject({ type: 'completed', adapterPath: kept.adapterPath });
     expect(events.some((e) => e.type === 'progress')).toBe(true);
