@@ -54,6 +54,104 @@ const positiveInt = (fallback: number) =>
     .transform((value) => (value === undefined ? fallback : Number(value)))
     .refine((value) => Number.isInteger(value) && value >= 0, { message: 'must be a non-negative integer' });
 
+/** A JSON object of strings (Ray's own `RAY_JOB_HEADERS` format: `{"Authorization": "Bearer ..."}`). */
+const jsonStrings = (example: string) =>
+  optionalString
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        parsed = null;
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) {
+        ctx.addIssue({ code: 'custom', message: `must be a JSON object of strings, e.g. ${example}` });
+        return z.NEVER;
+      }
+      return parsed as Record<string, string>;
+    });
+
+/** A JSON object of non-negative numbers (Ray's `entrypoint_resources`). */
+const jsonNumbers = (example: string) =>
+  optionalString
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        parsed = null;
+      }
+      if (
+        parsed === null ||
+        typeof parsed !== 'object' ||
+        Array.isArray(parsed) ||
+        !Object.values(parsed).every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0)
+      ) {
+        ctx.addIssue({ code: 'custom', message: `must be a JSON object of non-negative numbers, e.g. ${example}` });
+        return z.NEVER;
+      }
+      return parsed as Record<string, number>;
+    });
+
+/** The Ray variables: trainings as Ray jobs submitted through the Jobs REST API. */
+const RAY_ENV = {
+  RAY_ADDRESS: optionalString.refine((v) => v === undefined || (URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)), {
+    message: "must be the HTTP address of the Ray cluster's dashboard (its Jobs API), e.g. http://ray-head:8265",
+  }),
+  RAY_SHARED_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
+    message: "must be an existing folder on storage the Ray cluster's nodes also mount",
+  }),
+  RAY_CLUSTER_SHARED_DIR: optionalString.refine((v) => v === undefined || path.isAbsolute(v), {
+    message: "must be an absolute path: where the Ray cluster's nodes mount RAY_SHARED_DIR",
+  }),
+  RAY_AUTH_TOKEN: optionalString,
+  RAY_JOB_HEADERS: jsonStrings('{"Authorization": "Bearer <token>"}'),
+  RAY_NUM_GPUS: positiveNumber(1),
+  RAY_NUM_CPUS: positiveNumber(1).refine((v) => v > 0, { message: 'must be above 0' }),
+  RAY_ENTRYPOINT_RESOURCES: jsonNumbers('{"accelerator_type:A100": 1}'),
+  RAY_PYTHON: optionalString.transform((v) => v ?? 'python3'),
+  RAY_POLL_MS: positiveInt(2_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+  RAY_MAX_POLL_MS: positiveInt(30_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+};
+
+/** What the Ray variables need of each other and of the rest: one problem per variable. */
+function rayProblems(env: {
+  RAY_ADDRESS?: string | undefined;
+  RAY_SHARED_DIR?: string | undefined;
+  RAY_CLUSTER_SHARED_DIR?: string | undefined;
+  RAY_AUTH_TOKEN?: string | undefined;
+  RAY_JOB_HEADERS?: Record<string, string> | undefined;
+  MODELS_DIR?: string | undefined;
+  TOGETHER_API_KEY?: string | undefined;
+}): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (!env.RAY_ADDRESS) {
+    for (const variable of ['RAY_SHARED_DIR', 'RAY_CLUSTER_SHARED_DIR', 'RAY_AUTH_TOKEN', 'RAY_JOB_HEADERS'] as const) {
+      if (env[variable] !== undefined) problems.push({ variable, detail: 'is set but RAY_ADDRESS is not: set the Ray cluster it is for' });
+    }
+    return problems;
+  }
+  if (!env.RAY_SHARED_DIR) {
+    problems.push({
+      variable: 'RAY_SHARED_DIR',
+      detail:
+        "is required with RAY_ADDRESS: a folder on storage the Ray cluster's nodes also mount (NFS, a mounted bucket), where the platform puts each job's dataset, base model and trainer and the job writes the adapter",
+    });
+  }
+  if (!env.MODELS_DIR) {
+    problems.push({
+      variable: 'MODELS_DIR',
+      detail: 'is required with RAY_ADDRESS: the GGUF files of the base models the Ray jobs train (and where their adapters go)',
+    });
+  }
+  if (env.TOGETHER_API_KEY) {
+    problems.push({ variable: 'RAY_ADDRESS', detail: 'and TOGETHER_API_KEY both choose the trainer: set one of them' });
+  }
+  return problems;
+}
+
 /** The engine variables: where runs go and how they are paced and priced. */
 const ENGINE_ENV = {
     MODELS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
@@ -85,6 +183,7 @@ const ENGINE_ENV = {
     TOGETHER_API_URL: url("Together's API base, e.g. https://api.together.xyz/v1"),
     TOGETHER_POLL_MS: positiveInt(5_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
     TOGETHER_MAX_POLL_MS: positiveInt(60_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
+    ...RAY_ENV,
 };
 
 const EnvSchema = z
@@ -153,6 +252,7 @@ const EnvSchema = z
     if (env.INFERENCE_API_KEY && !env.INFERENCE_URL) {
       ctx.addIssue({ code: 'custom', path: ['INFERENCE_API_KEY'], message: 'is set but INFERENCE_URL is not: set the endpoint it is for' });
     }
+    for (const problem of rayProblems(env)) ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.detail });
     if (env.AGENT_PRICES) {
       try {
         parsePriceOverrides(env.AGENT_PRICES);
@@ -216,6 +316,8 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
     throw new ConfigError([{ variable: 'INFERENCE_API_KEY', detail: 'is set but INFERENCE_URL is not: set the endpoint it is for' }]);
   }
+  const ray = rayProblems(parsed.data);
+  if (ray.length > 0) throw new ConfigError(ray);
   return engineConfig(parsed.data);
 }
 
@@ -239,6 +341,20 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     togetherApiUrl: e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL,
     togetherPollMs: e.TOGETHER_POLL_MS,
     togetherMaxPollMs: Math.max(e.TOGETHER_POLL_MS, e.TOGETHER_MAX_POLL_MS),
+    ray: e.RAY_ADDRESS
+      ? {
+          address: e.RAY_ADDRESS,
+          sharedDir: path.resolve(e.RAY_SHARED_DIR!),
+          clusterSharedDir: e.RAY_CLUSTER_SHARED_DIR ?? path.resolve(e.RAY_SHARED_DIR!),
+          headers: { ...(e.RAY_AUTH_TOKEN ? { Authorization: `Bearer ${e.RAY_AUTH_TOKEN}` } : {}), ...e.RAY_JOB_HEADERS },
+          numGpus: e.RAY_NUM_GPUS,
+          numCpus: e.RAY_NUM_CPUS,
+          resources: e.RAY_ENTRYPOINT_RESOURCES,
+          python: e.RAY_PYTHON,
+          pollMs: e.RAY_POLL_MS,
+          maxPollMs: Math.max(e.RAY_POLL_MS, e.RAY_MAX_POLL_MS),
+        }
+      : undefined,
   };
 }
 
@@ -268,6 +384,30 @@ export interface EngineConfig {
   /** First and longest interval between two status polls of a Together job (backoff doubles while nothing changes). */
   togetherPollMs: number;
   togetherMaxPollMs: number;
+  /** Set (`RAY_ADDRESS`) = trainings are the bundled trainer as Ray jobs on that cluster. */
+  ray: RayConfig | undefined;
+}
+
+/** The Ray cluster trainings are submitted to, and the storage it shares with this platform. */
+export interface RayConfig {
+  /** The dashboard's HTTP address (Jobs API base), e.g. `http://ray-head:8265`. */
+  address: string;
+  /** Shared storage as this machine mounts it: job inputs go here, adapters come back here. */
+  sharedDir: string;
+  /** The same storage as the cluster's nodes mount it (default: the same path). */
+  clusterSharedDir: string;
+  /** Sent with every Jobs API call (`RAY_AUTH_TOKEN` as `Authorization: Bearer`, then `RAY_JOB_HEADERS`). */
+  headers: Record<string, string>;
+  /** GPUs a training job reserves (`entrypoint_num_gpus`); 0 = none. */
+  numGpus: number;
+  /** CPUs a training job reserves (`entrypoint_num_cpus`), also the trainer's threads. */
+  numCpus: number;
+  /** Custom resources a training job reserves (`entrypoint_resources`). */
+  resources: Record<string, number> | undefined;
+  /** The python on the cluster's nodes that has torch and numpy. */
+  python: string;
+  pollMs: number;
+  maxPollMs: number;
 }
 
 function isFolder(value: string): boolean {

@@ -45,7 +45,8 @@ const INSTALL_HINT =
   'Install PyTorch for Python 3 (Debian/Ubuntu: `apt-get install python3-torch`; otherwise `pip install torch numpy`) ' +
   'or set TRAINER_PYTHON to a python that has it.';
 
-const trainerEventSchema = z.discriminatedUnion('type', [
+/** One JSON line the bundled trainer prints on stdout. */
+export const trainerEventSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('progress'),
     step: z.number().int(),
@@ -123,7 +124,8 @@ function jobFailed(message: string): TrainerJob {
   return { done: Promise.resolve(event), cancel: async () => undefined };
 }
 
-async function readExamples(datasetPath: string): Promise<{ ok: true; examples: TrainingExample[] } | { ok: false; message: string }> {
+/** The dataset file's examples, or why it cannot be trained on (in the user's words). */
+export async function readExamples(datasetPath: string): Promise<{ ok: true; examples: TrainingExample[] } | { ok: false; message: string }> {
   let text: string;
   try {
     text = await readFile(datasetPath, 'utf8');

@@ -1,9 +1,10 @@
-// Real training from configuration: the bundled PyTorch trainer, adapters beside the models, prices and speed as configured.
+// Real training from configuration: the bundled PyTorch trainer (here, or as Ray jobs on a cluster) or Together, adapters beside the models, prices and speed as configured.
 import path from 'node:path';
 import type { EngineConfig } from '../../config.js';
 import type { SandboxLogger } from '../sandbox/context.js';
 import type { SandboxTrainingOptions } from '../sandbox/sandbox.js';
 import { createPytorchTrainer } from './pytorch-trainer.js';
+import { createRayTrainer } from './ray-trainer.js';
 import { createTogetherTrainer } from './together-trainer.js';
 
 /**
@@ -27,11 +28,25 @@ export function trainingFromConfig(
         maxPollMs: engines.togetherMaxPollMs,
         logger,
       })
-    : createPytorchTrainer({
-        ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
-        threads: engines.threads,
-        logger,
-      });
+    : engines.ray
+      ? createRayTrainer({
+          address: engines.ray.address,
+          sharedDir: engines.ray.sharedDir,
+          clusterSharedDir: engines.ray.clusterSharedDir,
+          headers: engines.ray.headers,
+          numGpus: engines.ray.numGpus,
+          numCpus: engines.ray.numCpus,
+          ...(engines.ray.resources ? { resources: engines.ray.resources } : {}),
+          python: engines.ray.python,
+          pollMs: engines.ray.pollMs,
+          maxPollMs: engines.ray.maxPollMs,
+          logger,
+        })
+      : createPytorchTrainer({
+          ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
+          threads: engines.threads,
+          logger,
+        });
   return {
     trainer,
     adaptersDir: engines.modelsDir ? path.join(engines.modelsDir, 'adapters') : path.join(root, 'adapters'),
