@@ -120,13 +120,9 @@ export function costSummary(costs: readonly CostLine[], agentUsd: number, elapse
   return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
 }
 
-/** The block id of the cost line. */
-export const COST_BLOCK_ID = 'verdict_cost';
-
 export function costBlock(cost: CostFigures): KnownBlock {
   return {
     type: 'section',
-    block_id: COST_BLOCK_ID,
     text: { type: 'mrkdwn', text: truncate(costSummary(cost.costs, cost.agentUsd, cost.elapsedMs, cost.agentTurnsUsd), SLACK_LIMITS.sectionText) },
   };
 }

@@ -217,6 +217,7 @@ export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoic
         break;
     }
   }
-  if (reply.origin) blocks.push(originNote(reply.origin));
-  return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: capBlocks(blocks) };
+  // The origin note survives any cut: every message about simulated work says so.
+  const note = reply.origin ? [originNote(reply.origin)] : [];
+  return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [...capBlocks(blocks, SLACK_LIMITS.blocksPerMessage - note.length), ...note] };
 }
