@@ -163,6 +163,24 @@ describe('degrading instead of failing', () => {
   });
 });
 
+describe('a reply read back from the outbox', () => {
+  it('renders the same as when it was written, whatever the comparison holds (jsonb drops undefined, NaN and Infinity)', () => {
+    const graded = Array.from({ length: 40 }, (_, i) => ({ questionId: `g${i}`, category: 'any', score: i % 4 === 0 ? 1 : 0.5 }));
+    const comparisons = [
+      compareRuns({ before: outcomes(100, (i) => i % 10 < 6), after: outcomes(100, (i) => i % 10 < 8) }),
+      compareRuns({ before: outcomes(50, () => true), after: outcomes(50, () => true) }),
+      compareRuns({ before: outcomes(60, (i) => i < 30), after: outcomes(60, (i) => i < 45), trainedOn: outcomes(60, (i) => i < 30).filter((q) => !q.correct).map((q) => q.questionId) }),
+      compareRuns({ before: outcomes(3, () => false), after: outcomes(5, () => false) }),
+      compareRuns({ before: graded, after: graded.map((q, i) => ({ ...q, score: i % 2 ? 1 : q.score })), scoring: 'graded', bootstrap: { resamples: 200 } }),
+    ];
+    for (const comparison of comparisons) {
+      const reply: Reply = { to: OWNER, text: 'x', parts: [{ ...comparisonPart(), comparison }], origin: { kind: 'sandbox' } };
+      const stored = JSON.parse(JSON.stringify(reply)) as Reply;
+      expect(renderReply(stored)).toEqual(renderReply(reply));
+    }
+  });
+});
+
 describe('parts stored with tool results', () => {
   it('reads typed parts as they are, and Block Kit written by an earlier version as legacy blocks', () => {
     const table = { type: 'table', rows: [[{ type: 'raw_text', text: 'a' }]] };
