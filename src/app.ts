@@ -250,6 +250,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
         overdueSeconds: config.reconcile.overdueSeconds,
         eventRetryAttempts: config.agent.eventRetryAttempts,
         publishHome: home.publish,
+        buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
       }),
     });
     cleanups.push(() => workerHandle!.stop());

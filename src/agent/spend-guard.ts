@@ -1,33 +1,14 @@
 // The spend guard: code, not prompt, decides whether a launch may happen in this turn.
 import { sql } from 'kysely';
-import { ACTION_IDS } from '../slack/action-ids.js';
 import { grantOfTrigger } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
 import { lockWorkspaceSpending, spendingInPeriod, type SpendingFigures } from '../store/spending.js';
 import { baselineRunId, findStep, nextStep, parsePlan, type Plan, type PlanStepKind } from './plan.js';
 import type { ToolContext } from './tools/tool.js';
 
-/** What a tool wants to do with the person's credits. */
-export type LaunchIntent =
-  | { tool: 'benchmark-launch'; benchmarkId: string; modelId: string }
-  | { tool: 'dataset-build'; runId: string; augmentation: number; heldOutFraction: number }
-  | { tool: 'training-launch'; datasetId: string; baseModelId: string };
+import type { ButtonGrant, LaunchIntent, NextAction } from './reply.js';
 
-/**
- * What a button authorizes. Written into its value when posted and stored with the post; a click is
- * judged against the stored grant of the message it came from, never against the value it carries.
- */
-export type ButtonGrant =
-  | { kind: 'approve'; intent: LaunchIntent; credits: number }
-  | { kind: 'next'; action: NextAction }
-  | { kind: 'retry'; trigger: string }
-  | { kind: 'pick'; text: string };
-
-export type NextAction =
-  | { action: 'train_on_failures'; runId: string; modelId: string; heldOutFraction: number; augmentation: number }
-  | { action: 'run_benchmark'; benchmarkId: string; modelId: string }
-  | { action: 'compare'; beforeRunId: string; afterRunId: string }
-  | { action: 'keep_model'; modelId: string };
+export type { ButtonGrant, LaunchIntent, NextAction };
 
 export type GuardDecision =
   | { allowed: true; planStep: PlanStepKind | null; idempotencyKey: string }
@@ -290,21 +271,4 @@ async function decide(
     }
   }
   return { allowed: true, planStep: planStep ?? null, idempotencyKey: key };
-}
-
-/** The "Approve N credits" button for a refused launch. */
-export function approvalButton(approval: { intent: LaunchIntent; credits: number }): unknown {
-  const grant: ButtonGrant = { kind: 'approve', intent: approval.intent, credits: approval.credits };
-  return {
-    type: 'actions',
-    elements: [
-      {
-        type: 'button',
-        style: 'primary',
-        text: { type: 'plain_text', text: `Approve ${approval.credits} credits` },
-        action_id: ACTION_IDS.approve,
-        value: JSON.stringify(grant),
-      },
-    ],
-  };
 }

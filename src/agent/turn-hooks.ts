@@ -1,6 +1,6 @@
 // Turn hooks: who may press a button, what the model reads for each trigger, what follows a turn.
 import type { Run, TrainingJob } from '../platform/platform.js';
-import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
+import { boundInbound, INBOUND_LIMITS } from './input-limits.js';
 import { findResourceByPlatformId, rearmResourceEvent, updateResourceStatus } from '../store/resources.js';
 import { describePlan, findStep, nextStep, parsePlan, updateStep, type Plan, type PlanStepKind } from './plan.js';
 import { recordDecision } from '../store/decisions.js';

@@ -5,22 +5,21 @@ import type { ZodType } from 'zod';
 import type { Config } from '../config.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
-import { buildFailureBlocks, buildTurnBlocks } from '../slack/blocks/turn-message.js';
-import { boundInbound, INBOUND_LIMITS } from '../slack/limits.js';
-import type { SlackPoster } from '../slack/poster.js';
 import { recordActivity } from '../store/activity.js';
 import { getChatOfTrigger } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
-import { createPost, type PostPayload } from '../store/posts.js';
+import { createPost } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
 import { triggerFiles } from '../store/trigger-files.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
+import { boundInbound, INBOUND_LIMITS } from './input-limits.js';
 import { withFinalCost } from './tools/benchmark-analyze.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
+import { partsFromStored, type Reply, type ReplyPart } from './reply.js';
 import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
 
 type Block = Anthropic.Messages.ContentBlockParam;
@@ -49,6 +48,14 @@ export interface SkipTurn {
   onSkip?(db: Db): Promise<void>;
 }
 
+/** Where a turn's posts go once they are in the outbox (src/slack/poster.ts renders and delivers them). */
+export interface PostDelivery {
+  /** Delivers the chat's pending posts, in order; throws on a transient failure so the job retries. */
+  deliverPending(teamId: string, chatId: string): Promise<void>;
+  /** A message only `user` sees; not stored, never retried. */
+  postEphemeral(channel: string, user: string, text: string, threadTs?: string): Promise<void>;
+}
+
 export interface TurnDeps {
   db: Db;
   config: Config;
@@ -58,7 +65,7 @@ export interface TurnDeps {
   sandbox: boolean;
   /** The in-process platform's real inference engine; messages name it instead of "sandbox". */
   engine?: string | null;
-  poster: SlackPoster;
+  poster: PostDelivery;
   system: string;
   tools: readonly AgentTool<never>[];
   toolDefinitions: readonly ToolDefinition[];
@@ -197,10 +204,14 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 
   const turnRows = rows.filter((row) => row.turn_id === turn.id);
   const answer = finalText(turnRows);
-  const attachments = await withFinalCost(ctx, turnRows.flatMap((row) => (row.attachments as unknown[] | null) ?? []));
-  const mention = trigger.user_id ?? chat.owner_user_id;
-  const payload = buildTurnBlocks({ mentionUserId: mention, text: answer, attachments, sandbox: deps.sandbox, engine: deps.engine ?? null });
-  await concludeTurn(deps, ctx, { postKey: 'reply', payload, summary: answer, error: null });
+  const parts = await withFinalCost(ctx, turnRows.flatMap((row) => partsFromStored(row.attachments)));
+  const reply: Reply = {
+    to: trigger.user_id ?? chat.owner_user_id,
+    text: answer,
+    parts,
+    origin: deps.engine ? { kind: 'engine', name: deps.engine } : deps.sandbox ? { kind: 'sandbox' } : null,
+  };
+  await concludeTurn(deps, ctx, { postKey: 'reply', reply, summary: answer, error: null });
 }
 
 /**
@@ -210,7 +221,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 async function concludeTurn(
   deps: TurnDeps,
   ctx: ToolContext,
-  end: { postKey: string; payload: PostPayload; summary: string; error: string | null },
+  end: { postKey: string; reply: Reply; summary: string; error: string | null },
 ): Promise<void> {
   const { chat, trigger, turn } = ctx;
   await deps.db.transaction().execute(async (trx) => {
@@ -221,7 +232,7 @@ async function concludeTurn(
       postKey: `turn:${turn.id}:${end.postKey}`,
       channelId: chat.channel_id,
       threadTs: chat.thread_ts,
-      payload: end.payload,
+      reply: end.reply,
     });
     const finished = await finishTurn(trx, chat.team_id, turn.id, end.error ? 'failed' : 'completed', end.error);
     await recordActivity(trx, { chat, turn: finished, trigger, summary: end.summary, postId: post.id });
@@ -246,7 +257,7 @@ async function runTools(
   job: JobInfo,
 ): Promise<StoredMessage> {
   const results: Block[] = [];
-  const attachments: unknown[] = [];
+  const parts: ReplyPart[] = [];
   for (const use of toolUses) {
     const result = await runTool(deps, ctx, use, job);
     results.push({
@@ -255,7 +266,7 @@ async function runTools(
       content: result.content,
       ...(result.isError ? { is_error: true } : {}),
     });
-    if (result.attachments) attachments.push(...result.attachments);
+    if (result.parts) parts.push(...result.parts);
   }
   return appendMessage(deps.db, {
     teamId: ctx.chat.team_id,
@@ -263,7 +274,7 @@ async function runTools(
     turnId: ctx.turn.id,
     role: 'user',
     content: results,
-    attachments,
+    parts,
   });
 }
 
@@ -308,9 +319,12 @@ async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unkno
     throw new RetryLater(failure.reason);
   }
   ctx.logger.error({ reason: failure.reason }, 'model call failed; telling the thread');
-  const mention = ctx.trigger.user_id ?? ctx.chat.owner_user_id;
-  const payload = buildFailureBlocks({ mentionUserId: mention, reason: failure.reason, retryTriggerId: ctx.trigger.id });
-  await concludeTurn(deps, ctx, { postKey: 'failure', payload, summary: `Model unavailable: ${failure.reason}`, error: failure.reason });
+  const reply: Reply = {
+    to: ctx.trigger.user_id ?? ctx.chat.owner_user_id,
+    text: `I couldn't reach the model: ${failure.reason}, even after retrying. Nothing is lost: press Retry or reply in this thread and I'll pick up where I stopped.`,
+    parts: [{ kind: 'retry', triggerId: ctx.trigger.id }],
+  };
+  await concludeTurn(deps, ctx, { postKey: 'failure', reply, summary: `Model unavailable: ${failure.reason}`, error: failure.reason });
 }
 
 /** The text the agent wrote at the end of the turn (its last assistant message with text). */

@@ -15,6 +15,8 @@ export interface TaskDeps {
   overdueSeconds: number;
   eventRetryAttempts: number;
   publishHome(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
+  /** Updates a message after a choice, or answers one person's click (the Slack poster). */
+  buttonFeedback(feedback: ButtonFeedback): Promise<void>;
 }
 
 export function createTaskList(deps: TaskDeps): TaskList {
@@ -51,7 +53,7 @@ export function createTaskList(deps: TaskDeps): TaskList {
     });
   };
   const buttonFeedbackTask: Task = async (payload) => {
-    await deps.turn.poster.buttonFeedback(payload as ButtonFeedback);
+    await deps.buttonFeedback(payload as ButtonFeedback);
   };
   return { [RUN_TURN_TASK]: runTurnTask, [RECONCILE_TASK]: reconcileTask, [PUBLISH_HOME_TASK]: publishHomeTask, [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask };
 }

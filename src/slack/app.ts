@@ -1,6 +1,6 @@
 // Bolt wiring: Socket Mode when an app-level token is set, HTTP mode (/slack/events) otherwise.
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
-import type { RetryOptions, WebClientOptions } from '@slack/web-api';
+import type { FetchFunction, RetryOptions, WebClientOptions } from '@slack/web-api';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { Logger } from 'pino';
@@ -95,10 +95,17 @@ interface WebApiErrorLike {
   code?: string;
   data?: { error?: string };
   statusCode?: number;
-  original?: { message?: string; code?: string; config?: { url?: string } };
+  /** The fetch failure behind a request error: undici's "fetch failed", with the socket's error as its cause. */
+  original?: { message?: string; code?: string; cause?: { message?: string; code?: string } };
   attemptNumber?: number;
   retriesLeft?: number;
   message?: string;
+}
+
+/** Why a request did not reach Slack, in the socket's words ("connect ECONNREFUSED …") rather than fetch's. */
+function requestCause(e: WebApiErrorLike): string | undefined {
+  const original = e.original;
+  return original?.cause?.message || original?.cause?.code || original?.message || original?.code || undefined;
 }
 
 /**
@@ -107,23 +114,28 @@ interface WebApiErrorLike {
  */
 interface RetryPolicy {
   options: RetryOptions;
-  clientOptions: Pick<WebClientOptions, 'retryConfig' | 'requestInterceptor' | 'timeout'>;
+  clientOptions: Pick<WebClientOptions, 'retryConfig' | 'fetch' | 'timeout'>;
   relax(): void;
 }
 
 function retryPolicy(logger: Logger, what: string): RetryPolicy {
   let lastUrl: string | undefined;
+  // The Web API client calls fetch for every attempt; the URL names the method in the retry log.
+  const fetch: FetchFunction = (url, init) => {
+    lastUrl = String(url);
+    return globalThis.fetch(url, init);
+  };
   // p-retry (under the Web API client) calls onFailedAttempt with attemptNumber and retriesLeft set.
   const options: RetryOptions & { onFailedAttempt(error: unknown): void } = {
     ...STARTUP_RETRIES,
     onFailedAttempt: (error: unknown) => {
       const e = error as WebApiErrorLike;
-      const url = e.original?.config?.url ?? lastUrl ?? '';
+      const url = lastUrl ?? '';
       const method = url.split('/').pop() || 'unknown';
       const attempt = e.attemptNumber ?? 0;
       const retriesLeft = e.retriesLeft ?? 0;
       const delayMs = Math.min(options.maxTimeout ?? Infinity, (options.minTimeout ?? 1000) * (options.factor ?? 2) ** (attempt - 1));
-      const cause = e.original?.message ?? describeError(error);
+      const cause = requestCause(e) ?? describeError(error);
       if (retriesLeft > 0) logger.warn({ component: 'slack-web-api', client: what, method, attempt, retriesLeft, delayMs, cause }, `Slack ${method} failed; retrying in ${delayMs} ms`);
       else logger.warn({ component: 'slack-web-api', client: what, method, attempt, cause }, `Slack ${method} failed; no retry left`);
     },
@@ -133,10 +145,7 @@ function retryPolicy(logger: Logger, what: string): RetryPolicy {
     clientOptions: {
       retryConfig: options,
       timeout: SLACK_TIMEOUT_MS,
-      requestInterceptor: (request) => {
-        lastUrl = request.url;
-        return request;
-      },
+      fetch,
     },
     relax: () => Object.assign(options, RECONNECT_RETRIES),
   };
@@ -156,7 +165,7 @@ function slackStartError(error: unknown, token: 'SLACK_BOT_TOKEN' | 'SLACK_APP_T
     return new StartupError(token, `Slack rejected ${token} (${e.data.error}): ${where}`, { cause: error });
   }
   if (e.code === 'slack_webapi_request_error') {
-    const cause = e.original?.message || e.original?.code || describeError(error);
+    const cause = requestCause(e) ?? describeError(error);
     return new StartupError(token, `cannot reach Slack at ${apiUrl} to ${purpose}: ${cause} (check the network, or SLACK_API_URL)`, { cause: error });
   }
   if (e.code === 'slack_webapi_http_error') {

@@ -15,8 +15,17 @@ export const SLACK_LIMITS = {
   actionId: 255,
   actionsElements: 25,
   messageText: 40_000,
+  /**
+   * The top-level `text` of a message with blocks: Slack shows it in notifications and where blocks
+   * cannot be shown. Slack takes 40,000 characters; a notification needs far fewer.
+   */
+  fallbackText: 3000,
   tableRows: 100,
   tableColumns: 20,
+  /** One table cell: Slack sets no figure below the message's; a cell beyond this is unreadable anyway. */
+  tableCellText: 200,
+  /** Table blocks in one message. */
+  tablesPerMessage: 1,
   /** Files one message can share (Slack's upload limit per message). */
   filesPerMessage: 10,
   /** Slack's documented pace for chat.postMessage: about one message per second per channel. */
@@ -24,25 +33,16 @@ export const SLACK_LIMITS = {
 } as const;
 
 /**
- * What the bot accepts from Slack, bounded as Slack's own limits would bound it. A request to
- * `/slack/events` larger than `requestBodyBytes` is refused unread (Slack's payloads are a few kB;
- * a message holds at most 40,000 characters); text and button values beyond these reach the model
- * truncated, with a note saying so.
+ * What the bot accepts from Slack. A request to `/slack/events` larger than `requestBodyBytes` is
+ * refused unread (Slack's payloads are a few kB; a message holds at most 40,000 characters). The
+ * model reads text and button values bounded by the same figures (src/agent/input-limits.ts).
  */
 export const INBOUND_LIMITS = {
   requestBodyBytes: 1024 * 1024,
   messageText: SLACK_LIMITS.messageText,
   buttonValue: SLACK_LIMITS.buttonValue,
   buttonLabel: SLACK_LIMITS.buttonText,
-  /** The whole user message of one turn (the trigger's text, the plan, the facts of an event). */
-  turnInput: 60_000,
 } as const;
-
-/** Cuts inbound text to `max` characters and says how much was cut, so the model knows it saw part. */
-export function boundInbound(text: string, max: number): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n[… ${text.length - max} more characters cut: the bot reads at most ${max}]`;
-}
 
 /** Shortens text to `max` characters, ending with an ellipsis when cut. */
 export function truncate(text: string, max: number): string {

@@ -1,16 +1,37 @@
-// Delivers a chat's pending posts to Slack exactly once, in order, paced per channel.
+// Delivers a chat's pending posts to Slack exactly once, in order, paced per channel: each stored
+// reply is rendered (src/slack/blocks/reply.ts) when it is sent, and again when a choice is made in it.
 import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
-import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, setPostPermalink, type PostPayload } from '../store/posts.js';
+import {
+  isLegacyPayload,
+  markPostAttempt,
+  markPostDelivered,
+  markPostFailed,
+  pendingPosts,
+  reservePostSlot,
+  setPostPermalink,
+  type StoredPostPayload,
+} from '../store/posts.js';
 import type { Post } from '../store/tables.js';
-import { retireChosen } from './blocks/button-choices.js';
+import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
+import { renderReply } from './blocks/reply.js';
 import { SLACK_LIMITS } from './limits.js';
 import { formatLogArgs } from './log-format.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
+
+/**
+ * The message for a stored post, with the choices made in it retired: a typed reply is rendered; a
+ * post stored as blocks by an earlier version is sent as it was stored.
+ */
+export function renderPost(payload: StoredPostPayload, chosen: readonly MadeChoice[] = []): { text: string; blocks?: unknown[] } {
+  if (!isLegacyPayload(payload)) return renderReply(payload.reply, { chosen });
+  if (!payload.blocks) return { text: payload.text };
+  return { text: payload.text, blocks: chosen.length > 0 ? retireChosen(payload.blocks, chosen) : payload.blocks };
+}
 
 export interface SlackClients {
   /** Writes: never retried blindly; rate limits surface as errors the poster handles. */
@@ -92,7 +113,7 @@ export class SlackPoster {
         return;
       }
     }
-    const payload = this.scrubber.scrubValue(post.payload as unknown as PostPayload);
+    const payload = this.scrubber.scrubValue(renderPost(post.payload as unknown as StoredPostPayload));
     const args = {
       channel: post.channel_id,
       thread_ts: post.thread_ts,
@@ -192,15 +213,16 @@ export class SlackPoster {
   async refreshChoices(teamId: string, postId: string): Promise<void> {
     const post = await this.db.selectFrom('posts').selectAll().where('team_id', '=', teamId).where('id', '=', postId).executeTakeFirst();
     if (!post?.slack_ts) return;
-    const payload = post.payload as unknown as PostPayload;
     const chosen = await madeChoices(this.db, teamId, postId);
-    if (!payload.blocks || chosen.length === 0) return;
+    if (chosen.length === 0) return;
+    const message = renderPost(post.payload as unknown as StoredPostPayload, chosen);
+    if (!message.blocks) return;
     try {
       await this.clients.writer.chat.update({
         channel: post.channel_id,
         ts: post.slack_ts,
-        text: this.scrubber.scrub(payload.text),
-        blocks: this.scrubber.scrubValue(retireChosen(payload.blocks, chosen)) as never,
+        text: this.scrubber.scrub(message.text),
+        blocks: this.scrubber.scrubValue(message.blocks) as never,
       });
     } catch (error) {
       const e = error as SlackErrorLike;

@@ -1,7 +1,8 @@
 // Buttons act once: the grants a post offers, stored with it, and the one atomic claim of a click.
 import { sql } from 'kysely';
-import type { ButtonGrant } from '../agent/spend-guard.js';
-import { alreadyDoneText, offeredChoices, type MadeChoice } from '../slack/blocks/button-choices.js';
+import type { ButtonGrant } from '../agent/reply.js';
+import { alreadyDoneText, type MadeChoice } from '../slack/blocks/button-choices.js';
+import type { OfferedChoice } from '../slack/blocks/reply.js';
 import type { Db } from './db.js';
 import type { Trigger } from './tables.js';
 import { RUN_TURN_TASK } from './triggers.js';
@@ -14,13 +15,14 @@ export type ButtonFeedback =
   | { kind: 'ephemeral'; teamId: string; channel: string; user: string; threadTs?: string; text: string };
 
 /**
- * Stores the choices (actions blocks) and grants (buttons) a post offers, in one statement. Called
- * when the post is written to the outbox, in its transaction: a crash loses both or neither, and the
- * grants are bound to the message once the poster records its ts.
+ * Stores the choices a post offers and the grant of each of their buttons (with the exact action id
+ * and value the message carries), in one statement. Called when the post is written to the outbox,
+ * in its transaction: a crash loses both or neither, and the grants are bound to the message once
+ * the poster records its ts. A choice's `block_index` is its position among the reply's choices.
  */
-export async function storeOfferedChoices(db: Db, post: { id: string; teamId: string; chatId: string; blocks: readonly unknown[] | undefined }): Promise<number> {
-  const rows = offeredChoices(post.blocks).flatMap((choice) =>
-    choice.buttons.map((b) => ({ block_index: choice.blockIndex, action_id: b.actionId, label: b.label, value: b.value, grant: b.grant })),
+export async function storeOfferedChoices(db: Db, post: { id: string; teamId: string; chatId: string; choices: readonly OfferedChoice[] }): Promise<number> {
+  const rows = post.choices.flatMap((choice) =>
+    choice.buttons.map((b) => ({ block_index: choice.choiceIndex, action_id: b.actionId, label: b.label, value: b.value, grant: b.grant })),
   );
   if (rows.length === 0) return 0;
   await sql`
@@ -199,7 +201,7 @@ export async function madeChoices(db: Db, teamId: string, postId: string): Promi
     .where('ch.post_id', '=', postId)
     .where('ch.claimed_at', 'is not', null)
     .execute();
-  return rows.map((r) => ({ blockIndex: r.block_index, userId: r.claimed_by!, label: r.label, at: r.claimed_at! }));
+  return rows.map((r) => ({ choiceIndex: r.block_index, userId: r.claimed_by!, label: r.label, at: r.claimed_at! }));
 }
 
 /**

@@ -1,4 +1,5 @@
 // The conversation of a chat: every Anthropic content block, in order, never re-read from Slack.
+import type { ReplyPart } from '../agent/reply.js';
 import type { Db } from './db.js';
 import type { StoredMessage } from './tables.js';
 
@@ -22,7 +23,8 @@ export async function appendMessage(
     content: unknown[];
     stopReason?: string | null;
     usage?: Record<string, number> | null;
-    attachments?: unknown[] | null;
+    /** The reply parts a tool result contributed to the turn's post (never sent to the model). */
+    parts?: ReplyPart[] | null;
   },
 ): Promise<StoredMessage> {
   return db
@@ -35,7 +37,7 @@ export async function appendMessage(
       content: JSON.stringify(message.content),
       stop_reason: message.stopReason ?? null,
       usage: message.usage ? JSON.stringify(message.usage) : null,
-      attachments: message.attachments && message.attachments.length > 0 ? JSON.stringify(message.attachments) : null,
+      attachments: message.parts && message.parts.length > 0 ? JSON.stringify(message.parts) : null,
     })
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -1,23 +1,41 @@
 // Slack posts as an outbox: written with the turn's other writes, delivered exactly once afterwards.
 import { sql } from 'kysely';
+import type { Reply } from '../agent/reply.js';
+import { offeredChoices } from '../slack/blocks/reply.js';
 import { storeOfferedChoices } from './button-choices.js';
 import type { Db } from './db.js';
 import type { Post } from './tables.js';
 
+/** A post as the outbox stores it: the agent's typed reply, rendered by src/slack/poster.ts at delivery. */
 export interface PostPayload {
+  reply: Reply;
+}
+
+/**
+ * A post stored by a version before typed replies: the rendered message itself. It is delivered and
+ * updated as it is; its grants were stored with it then.
+ */
+export interface LegacyPostPayload {
   text: string;
   blocks?: unknown[];
 }
 
+export type StoredPostPayload = PostPayload | LegacyPostPayload;
+
+export function isLegacyPayload(payload: StoredPostPayload): payload is LegacyPostPayload {
+  return !('reply' in payload);
+}
+
 /**
  * Stores a post unless one with the same key exists (a retried turn re-creates nothing), with the
- * grants of the buttons it offers, in one transaction (the caller's, when it has one).
+ * grants of the choices it offers, in one transaction (the caller's, when it has one).
  */
 export async function createPost(
   db: Db,
-  post: { teamId: string; chatId: string; turnId: string | null; postKey: string; channelId: string; threadTs: string; payload: PostPayload },
+  post: { teamId: string; chatId: string; turnId: string | null; postKey: string; channelId: string; threadTs: string; reply: Reply },
 ): Promise<Post> {
-  if (!db.isTransaction && post.payload.blocks?.length) return db.transaction().execute((trx) => createPost(trx, post));
+  const choices = offeredChoices(post.reply);
+  if (!db.isTransaction && choices.length > 0) return db.transaction().execute((trx) => createPost(trx, post));
   const inserted = await db
     .insertInto('posts')
     .values({
@@ -27,13 +45,13 @@ export async function createPost(
       post_key: post.postKey,
       channel_id: post.channelId,
       thread_ts: post.threadTs,
-      payload: JSON.stringify(post.payload),
+      payload: JSON.stringify({ reply: post.reply } satisfies PostPayload),
     })
     .onConflict((oc) => oc.constraint('posts_key').doNothing())
     .returningAll()
     .executeTakeFirst();
   if (inserted) {
-    await storeOfferedChoices(db, { id: inserted.id, teamId: post.teamId, chatId: post.chatId, blocks: post.payload.blocks });
+    await storeOfferedChoices(db, { id: inserted.id, teamId: post.teamId, chatId: post.chatId, choices });
     return inserted;
   }
   // A retried turn: the post was created by the earlier attempt.

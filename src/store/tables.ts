@@ -66,7 +66,7 @@ export interface MessagesTable {
   content: Json<unknown[]>;
   stop_reason: string | null;
   usage: Json<Record<string, number>> | null;
-  /** Slack blocks a tool contributed to the turn's post; never sent to the model. */
+  /** Reply parts a tool contributed to the turn's post (Block Kit in rows of earlier versions); never sent to the model. */
   attachments: Json<unknown[]> | null;
   created_at: Timestamp;
 }
@@ -168,7 +168,11 @@ export interface ButtonChoicesTable {
   team_id: string;
   chat_id: BigId;
   post_id: BigId;
-  /** The actions block of the post; its buttons are alternatives, and the first allowed click takes them all. */
+  /**
+   * The choice's position in its post (its index among a typed reply's choices; the actions block's
+   * index in a post stored as blocks by an earlier version). Its buttons are alternatives, and the
+   * first allowed click takes them all.
+   */
   block_index: number;
   claimed_by: string | null;
   claimed_at: NullableTimestamp;

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/agent/plan.js';
-import { authorizeLaunch, matchPlanStep, type LaunchIntent } from '../../src/agent/spend-guard.js';
+import type { Reply } from '../../src/agent/reply.js';
+import { authorizeLaunch, matchPlanStep, type ButtonGrant, type LaunchIntent } from '../../src/agent/spend-guard.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
-import { ACTION_IDS } from '../../src/slack/action-ids.js';
+import { offeredChoices } from '../../src/slack/blocks/reply.js';
 import { claimButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, markPostDelivered } from '../../src/store/posts.js';
@@ -62,8 +63,10 @@ function ctx(kind: TriggerKind, userId: string | null, payload: Record<string, u
   return { db: handle.db, config, chat, trigger } as unknown as ToolContext;
 }
 
-/** Posts a message in the chat offering one button with this value, and clicks it as the owner: the button trigger. */
+/** Posts a message in the chat offering one button with this grant, and clicks it as the owner: the button trigger. */
 async function clicked(value: string, chatPlan: Plan | null = null): Promise<ToolContext> {
+  const reply: Reply = { to: 'UOWNER', text: 'x', parts: [{ kind: 'choices', options: [{ label: 'Go', grant: JSON.parse(value) as ButtonGrant }] }] };
+  const button = offeredChoices(reply)[0]!.buttons[0]!;
   const post = await createPost(handle.db, {
     teamId: 'T1',
     chatId,
@@ -71,11 +74,11 @@ async function clicked(value: string, chatPlan: Plan | null = null): Promise<Too
     postKey: `p-${randomBytes(4).toString('hex')}`,
     channelId: 'C1',
     threadTs: '1.0',
-    payload: { text: 'x', blocks: [{ type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Go' }, action_id: ACTION_IDS.nextStep, value }] }] },
+    reply,
   });
   const ts = `2.${randomBytes(4).toString('hex')}`;
   await markPostDelivered(handle.db, 'T1', post.id, ts, null);
-  const claim = await claimButtonClick(handle.db, { teamId: 'T1', channelId: 'C1', messageTs: ts, actionId: ACTION_IDS.nextStep, value, userId: 'UOWNER' }, { adminUserIds: [] });
+  const claim = await claimButtonClick(handle.db, { teamId: 'T1', channelId: 'C1', messageTs: ts, actionId: button.actionId, value: button.value, userId: 'UOWNER' }, { adminUserIds: [] });
   if (claim.outcome !== 'claimed') throw new Error(`click not claimed: ${claim.outcome}`);
   const trigger = (await getTrigger(handle.db, claim.triggerId))!;
   const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;

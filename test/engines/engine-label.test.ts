@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { sandboxNote } from '../../src/agent/tools/shared.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
-import { buildTurnBlocks } from '../../src/slack/blocks/turn-message.js';
+import { renderReply } from '../../src/slack/blocks/reply.js';
 
 const ctx = (sandbox: boolean, engine: string | null) => ({ sandbox, engine }) as unknown as ToolContext;
 
@@ -16,10 +16,10 @@ describe('engine label in messages', () => {
   });
 
   it('the post carries an engine note instead of the sandbox note', () => {
-    const real = JSON.stringify(buildTurnBlocks({ mentionUserId: 'U1', text: 'Launched.', sandbox: false, engine: 'llama.cpp, CPU, 2 threads' }).blocks);
+    const real = JSON.stringify(renderReply({ to: 'U1', text: 'Launched.', parts: [], origin: { kind: 'engine', name: 'llama.cpp, CPU, 2 threads' } }).blocks);
     expect(real).toContain(':gear: Engine: llama.cpp, CPU, 2 threads');
     expect(real).not.toMatch(/sandbox/i);
-    const simulated = JSON.stringify(buildTurnBlocks({ mentionUserId: 'U1', text: 'Launched.', sandbox: true }).blocks);
+    const simulated = JSON.stringify(renderReply({ to: 'U1', text: 'Launched.', parts: [], origin: { kind: 'sandbox' } }).blocks);
     expect(simulated).toContain('Sandbox platform: simulated');
   });
 });

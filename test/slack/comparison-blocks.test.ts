@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
-import { buildComparisonBlocks, comparisonRows, costSummary, nextStepsFor } from '../../src/slack/blocks/comparison.js';
+import { nextStepsFor, verdictChoices } from '../../src/agent/next-steps.js';
+import type { ComparisonPart } from '../../src/agent/reply.js';
+import { buildComparisonBlocks, comparisonRows, costSummary } from '../../src/slack/blocks/comparison.js';
+import { renderReply } from '../../src/slack/blocks/reply.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 import { wilsonInterval } from '../../src/analysis/index.js';
 import { validateBlocks } from '../fakes/block-kit-limits.js';
@@ -11,20 +14,27 @@ function outcomes(n: number, correct: (i: number) => boolean, categories = 4): Q
 
 const refs = { benchmarkId: '104', baseModelId: 'base', trainedModelId: 'ft', beforeRunId: 'r1', afterRunId: 'r2', augmentation: 5 };
 
-function view(comparison: ReturnType<typeof compareRuns>) {
+function view(comparison: ReturnType<typeof compareRuns>): ComparisonPart {
   return {
+    kind: 'comparison',
     comparison,
     before: { runId: 'r1', modelId: 'base' },
     after: { runId: 'r2', modelId: 'ft' },
-    costs: [
-      { label: 'baseline run r1', credits: 4, charged: true, estimated: 4 },
-      { label: 'training t1', credits: 4.5, charged: true, estimated: 4.11 },
-    ],
-    agentUsd: 0.0325,
-    agentTurnsUsd: [0.01, 0.0225],
-    elapsedMs: 95_000,
-    nextSteps: nextStepsFor(comparison, refs),
+    cost: {
+      costs: [
+        { label: 'baseline run r1', credits: 4, charged: true, estimated: 4 },
+        { label: 'training t1', credits: 4.5, charged: true, estimated: 4.11 },
+      ],
+      agentUsd: 0.0325,
+      agentTurnsUsd: [0.01, 0.0225],
+      elapsedMs: 95_000,
+    },
   };
+}
+
+/** The comparison as the turn's post shows it: the comparison part and the verdict's next steps. */
+function posted(comparison: ReturnType<typeof compareRuns>) {
+  return renderReply({ to: 'UOWNER', text: 'Here is the comparison.', parts: [view(comparison), { kind: 'choices', options: verdictChoices(comparison, refs) }] }).blocks;
 }
 
 describe('comparison blocks', () => {
@@ -32,12 +42,13 @@ describe('comparison blocks', () => {
     const before = outcomes(100, (i) => i % 10 < 6);
     const after = outcomes(100, (i) => i % 10 < 8);
     const comparison = compareRuns({ before, after });
-    const blocks = buildComparisonBlocks(view(comparison)) as Array<{ type: string; rows?: unknown[][]; elements?: Array<{ action_id: string; value: string }> }>;
+    const blocks = posted(comparison) as Array<{ type: string; rows?: unknown[][]; elements?: Array<{ action_id: string; value: string; style?: string }> }>;
     expect(blocks.filter((b) => b.type === 'table')).toHaveLength(1);
     const actions = blocks.find((b) => b.type === 'actions')!.elements!;
     expect(actions).toHaveLength(3);
     expect(new Set(actions.map((a) => a.action_id)).size).toBe(3);
     for (const a of actions) expect(a.value.length).toBeLessThanOrEqual(SLACK_LIMITS.buttonValue);
+    expect(actions.map((a) => a.style)).toEqual(['primary', undefined, undefined]);
     expect(JSON.stringify(blocks)).toContain(comparison.verdict.reason.slice(0, 40));
     expect(blocks.length).toBeLessThanOrEqual(SLACK_LIMITS.blocksPerMessage);
   });
@@ -69,7 +80,7 @@ describe('comparison blocks', () => {
   });
 
   it('sums the cost of every step, estimated against charged, and the agent per turn', () => {
-    const text = costSummary(view(compareRuns({ before: outcomes(4, () => true), after: outcomes(4, () => true) })).costs, 0.0325, 95_000, [0.01, 0.0225]);
+    const text = costSummary(view(compareRuns({ before: outcomes(4, () => true), after: outcomes(4, () => true) })).cost.costs, 0.0325, 95_000, [0.01, 0.0225]);
     expect(text).toContain('*Total:* 8.50 credits + $0.0325 agent · elapsed 1m 35s');
     expect(text).toContain('training t1 4.50 cr (est. 4.11)');
     expect(text).toContain('baseline run r1 4.00 cr ·');
@@ -151,7 +162,7 @@ describe('the verdict headline and the table agree', () => {
     const before = outcomes(3000, (i) => i % 3 === 0, 500);
     const after = outcomes(3000, (i) => i % 2 === 0, 500);
     const trainedOn = before.filter((q) => !q.correct).map((q) => q.questionId);
-    const blocks = buildComparisonBlocks(view(compareRuns({ before, after, trainedOn })));
+    const blocks = posted(compareRuns({ before, after, trainedOn }));
     expect(validateBlocks(blocks, 'message')).toEqual([]);
   });
 

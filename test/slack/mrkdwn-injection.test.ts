@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
 import { buildHomeView } from '../../src/slack/blocks/app-home.js';
-import { buildComparisonBlocks, nextStepsFor } from '../../src/slack/blocks/comparison.js';
-import { buildFailureBlocks, buildTurnBlocks } from '../../src/slack/blocks/turn-message.js';
+import { verdictChoices } from '../../src/agent/next-steps.js';
+import { renderReply } from '../../src/slack/blocks/reply.js';
 import { escapeMrkdwn, fromModelMarkdown, link, mentionUser, truncateMrkdwn } from '../../src/slack/mrkdwn.js';
 import type { ActivityEntry } from '../../src/store/activity-queries.js';
 import { HOSTILE, HOSTILE_TEXT, liveTokensIn } from '../helpers/live-tokens.js';
@@ -38,10 +38,11 @@ describe('the escaping function', () => {
 
 describe('every renderer, fed hostile strings', () => {
   it('a turn post: the model text (echoing the person) carries no live token but the bot-built owner mention', () => {
-    const payload = buildTurnBlocks({
-      mentionUserId: OWNER,
+    const payload = renderReply({
+      to: OWNER,
       text: `You wrote: ${HOSTILE_TEXT}\nSee [Open the report](https://evil.example) and ask <@${OWNER}>.`,
-      sandbox: true,
+      parts: [],
+      origin: { kind: 'sandbox' },
     });
     expect(liveTokensIn(payload, { ownerUserId: OWNER })).toEqual([]);
     expect(payload.text).toContain(`<@${OWNER}>`);
@@ -50,12 +51,12 @@ describe('every renderer, fed hostile strings', () => {
   });
 
   it('a turn post whose text is nothing but a hostile mention still mentions the owner first', () => {
-    const payload = buildTurnBlocks({ mentionUserId: OWNER, text: '<@U123>' });
+    const payload = renderReply({ to: OWNER, text: '<@U123>', parts: [] });
     expect(payload.text).toBe(`<@${OWNER}> &lt;@U123&gt;`);
   });
 
   it('the failure post: the reason is escaped', () => {
-    const payload = buildFailureBlocks({ mentionUserId: OWNER, reason: HOSTILE_TEXT, retryTriggerId: '1' });
+    const payload = renderReply({ to: OWNER, text: `I couldn't reach the model: ${HOSTILE_TEXT}, even after retrying.`, parts: [{ kind: 'retry', triggerId: '1' }] });
     expect(liveTokensIn(payload, { ownerUserId: OWNER })).toEqual([]);
   });
 
@@ -65,16 +66,24 @@ describe('every renderer, fed hostile strings', () => {
     const comparison = compareRuns({ before: outcomes((i) => i % 4 === 0), after: outcomes((i) => i % 4 !== 1 && i % 8 !== 0) });
     expect(comparison.overall.topFixed.length).toBeGreaterThan(0);
     expect(comparison.overall.topBroken.length).toBeGreaterThan(0);
-    const blocks = buildComparisonBlocks({
-      comparison,
-      before: { runId: '<!here>', modelId: '<!channel>' },
-      after: { runId: '<@U123>', modelId: '<https://evil.example|Open the report>' },
-      costs: [{ label: `baseline run ${HOSTILE_TEXT}`, credits: 4, charged: true, estimated: 4 }],
-      agentUsd: 0.01,
-      elapsedMs: 1000,
-      nextSteps: nextStepsFor(comparison, { benchmarkId: '<!here>', baseModelId: '<!channel>', trainedModelId: '<@U123>', beforeRunId: 'r1', afterRunId: 'r2', augmentation: 5 }),
+    const { blocks } = renderReply({
+      to: OWNER,
+      text: 'Compared.',
+      parts: [
+        {
+          kind: 'comparison',
+          comparison,
+          before: { runId: '<!here>', modelId: '<!channel>' },
+          after: { runId: '<@U123>', modelId: '<https://evil.example|Open the report>' },
+          cost: { costs: [{ label: `baseline run ${HOSTILE_TEXT}`, credits: 4, charged: true, estimated: 4 }], agentUsd: 0.01, elapsedMs: 1000 },
+        },
+        {
+          kind: 'choices',
+          options: verdictChoices(comparison, { benchmarkId: '<!here>', baseModelId: '<!channel>', trainedModelId: '<@U123>', beforeRunId: 'r1', afterRunId: 'r2', augmentation: 5 }),
+        },
+      ],
     });
-    expect(liveTokensIn({ blocks })).toEqual([]);
+    expect(liveTokensIn({ blocks }, { ownerUserId: OWNER })).toEqual([]);
     const text = JSON.stringify(blocks);
     expect(text).toContain('Category: &lt;!channel&gt;');
     expect(text).toContain('Fixed: &lt;');

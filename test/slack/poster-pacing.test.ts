@@ -31,7 +31,7 @@ async function chatWithPost(db: DbHandle, channel: string, thread: string): Prom
     .values({ team_id: TEAM, channel_id: channel, thread_ts: thread, owner_user_id: 'U1' })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await createPost(db.db, { teamId: TEAM, chatId: chat.id, turnId: null, postKey: `reply:${thread}`, channelId: channel, threadTs: thread, payload: { text: `answer in ${thread}` } });
+  await createPost(db.db, { teamId: TEAM, chatId: chat.id, turnId: null, postKey: `reply:${thread}`, channelId: channel, threadTs: thread, reply: { to: 'U1', text: `answer in ${thread}`, parts: [] } });
   return chat.id;
 }
 

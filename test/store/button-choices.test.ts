@@ -5,7 +5,9 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
-import { ACTION_IDS, indexedActionId } from '../../src/slack/action-ids.js';
+import type { ButtonGrant, Reply } from '../../src/agent/reply.js';
+import { ACTION_IDS } from '../../src/slack/action-ids.js';
+import { encodeButtonValue } from '../../src/slack/button-value.js';
 import { claimButtonClick, grantOfTrigger, madeChoices, type ButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, markPostAttempt, markPostDelivered } from '../../src/store/posts.js';
@@ -31,8 +33,9 @@ afterAll(async () => {
   await replica.close();
 });
 
-const trainValue = (runId: string) => JSON.stringify({ kind: 'next', action: { action: 'train_on_failures', runId, modelId: 'm', heldOutFraction: 0, augmentation: 5 } });
-const approveValue = (credits: number) => JSON.stringify({ kind: 'approve', intent: { tool: 'benchmark-launch', benchmarkId: '104', modelId: 'm' }, credits });
+const trainGrant = (runId: string): ButtonGrant => ({ kind: 'next', action: { action: 'train_on_failures', runId, modelId: 'm', heldOutFraction: 0, augmentation: 5 } });
+const trainValue = (runId: string) => encodeButtonValue(trainGrant(runId));
+const approveValue = (credits: number) => encodeButtonValue({ kind: 'approve', intent: { tool: 'benchmark-launch', benchmarkId: '104', modelId: 'm' }, credits });
 
 /** A thread with one delivered post offering three next steps and an approve button. */
 async function seedThread(teamId = `T${hex().toUpperCase()}`, options: { deliver?: boolean } = {}) {
@@ -42,20 +45,15 @@ async function seedThread(teamId = `T${hex().toUpperCase()}`, options: { deliver
     .values({ team_id: teamId, channel_id: 'C1', thread_ts: threadTs, owner_user_id: 'UOWNER' })
     .returningAll()
     .executeTakeFirstOrThrow();
-  const blocks = [
-    { type: 'section', text: { type: 'mrkdwn', text: 'Result' } },
-    {
-      type: 'actions',
-      elements: ['run_1', 'run_2', 'run_3'].map((runId, i) => ({
-        type: 'button',
-        text: { type: 'plain_text', text: `Train on failures of ${runId}` },
-        action_id: indexedActionId(ACTION_IDS.nextStep, i),
-        value: trainValue(runId),
-      })),
-    },
-    { type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Approve 300 credits' }, action_id: ACTION_IDS.approve, value: approveValue(300) }] },
-  ];
-  const post = await createPost(db(), { teamId, chatId: chat.id, turnId: null, postKey: `p:${hex()}`, channelId: 'C1', threadTs, payload: { text: 'Result', blocks } });
+  const reply: Reply = {
+    to: 'UOWNER',
+    text: 'Result',
+    parts: [
+      { kind: 'choices', options: ['run_1', 'run_2', 'run_3'].map((runId) => ({ label: `Train on failures of ${runId}`, grant: trainGrant(runId) })) },
+      { kind: 'approval', intent: { tool: 'benchmark-launch', benchmarkId: '104', modelId: 'm' }, credits: 300 },
+    ],
+  };
+  const post = await createPost(db(), { teamId, chatId: chat.id, turnId: null, postKey: `p:${hex()}`, channelId: 'C1', threadTs, reply });
   const messageTs = `1733150001.${hex()}`;
   if (options.deliver !== false) await markPostDelivered(db(), teamId, post.id, messageTs, null);
   const click = (over: Partial<ButtonClick> = {}): ButtonClick => ({
@@ -83,13 +81,15 @@ async function feedbackJobs(teamId: string): Promise<Array<{ kind: string; text?
 }
 
 describe('button choices', () => {
-  it('stores the grants a post offers with the post, one choice per actions block', async () => {
+  it('stores the grants a post offers with the post, from its typed parts, one row per choice', async () => {
     const { post } = await seedThread();
     const choices = await db().selectFrom('button_choices').selectAll().where('post_id', '=', post.id).orderBy('block_index').execute();
-    expect(choices.map((c) => c.block_index)).toEqual([1, 2]);
+    expect(choices.map((c) => c.block_index)).toEqual([0, 1]);
     const grants = await db().selectFrom('button_grants').selectAll().where('post_id', '=', post.id).orderBy('id').execute();
     expect(grants.map((g) => g.action_id)).toEqual([ACTION_IDS.nextStep, `${ACTION_IDS.nextStep}:1`, `${ACTION_IDS.nextStep}:2`, ACTION_IDS.approve]);
     expect(grants[3]!.grant).toMatchObject({ kind: 'approve', credits: 300 });
+    expect(grants.map((g) => g.value)).toEqual([trainValue('run_1'), trainValue('run_2'), trainValue('run_3'), approveValue(300)]);
+    expect(grants.map((g) => g.label)).toEqual(['Train on failures of run_1', 'Train on failures of run_2', 'Train on failures of run_3', 'Approve 300 credits']);
   });
 
   it('lets exactly one of five concurrent clicks claim a choice, closing its sibling buttons too', async () => {
@@ -113,7 +113,7 @@ describe('button choices', () => {
     expect(grant).toMatchObject({ kind: 'next', action: { action: 'train_on_failures' } });
     const made = await madeChoices(db(), t.teamId, t.post.id);
     expect(made).toHaveLength(1);
-    expect(made[0]!.blockIndex).toBe(1);
+    expect(made[0]!.choiceIndex).toBe(0);
     const jobs = await feedbackJobs(t.teamId);
     expect(jobs.filter((j) => j.kind === 'update')).toHaveLength(1);
     expect(jobs.filter((j) => j.kind === 'ephemeral').map((j) => j.text)).toEqual(Array(4).fill(expect.stringMatching(/^Already done by <@U(OWNER|ADMIN)>/)));

@@ -1,11 +1,12 @@
-// benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison message.
+// benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison and the next steps.
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
-import { buildComparisonBlocks, COST_BLOCK_ID, costBlock, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
+import { verdictChoices } from '../next-steps.js';
 import { updateStep } from '../plan.js';
+import type { CostLine, ReplyPart } from '../reply.js';
 import { currentPlan, requireOwnResource, savePlan } from './shared.js';
 import { defineTool, ToolError, type ToolContext } from './tool.js';
 
@@ -31,24 +32,22 @@ export async function fetchOutcomes(platform: Platform, runId: string): Promise<
 }
 
 /**
- * The comparison's cost line as it stands when its turn ends: this turn's own model calls are
- * stored by then, so the agent total equals the sum of the thread's turns. Computed when the turn's
- * post is written, so the message carries it from the start; left as the tool wrote it if the
- * platform cannot be read now.
+ * The comparisons' cost as it stands when their turn ends: this turn's own model calls are stored
+ * by then, so the agent total equals the sum of the thread's turns. Computed when the turn's post
+ * is written, so the message carries it from the start; left as the tool wrote it if the platform
+ * cannot be read now.
  */
-export async function withFinalCost(ctx: ToolContext, attachments: unknown[]): Promise<unknown[]> {
-  const index = attachments.findIndex((b) => (b as { block_id?: string }).block_id === COST_BLOCK_ID);
-  if (index < 0) return attachments;
+export async function withFinalCost(ctx: ToolContext, parts: ReplyPart[]): Promise<ReplyPart[]> {
+  if (!parts.some((p) => p.kind === 'comparison')) return parts;
   try {
     const { costs, agentUsd, agentTurnsUsd } = await chatCosts(ctx);
     const plan = currentPlan(ctx);
     const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
-    const out = [...attachments];
-    out[index] = costBlock(costs, agentUsd, Date.now() - started, agentTurnsUsd);
-    return out;
+    const cost = { costs, agentUsd, agentTurnsUsd, elapsedMs: Date.now() - started };
+    return parts.map((p) => (p.kind === 'comparison' ? { ...p, cost } : p));
   } catch (error) {
     ctx.logger.warn({ err: error }, 'could not compute the final cost of the comparison; keeping the one written by the tool');
-    return attachments;
+    return parts;
   }
 }
 
@@ -152,23 +151,26 @@ export const benchmarkAnalyze = defineTool({
     });
     const { costs, agentUsd, agentTurnsUsd } = await chatCosts(ctx);
     const started = plan ? Date.parse(plan.agreedAt) : ctx.chat.created_at.getTime();
-    const blocks = buildComparisonBlocks({
-      comparison,
-      before: { runId: before.id, modelId: before.modelId },
-      after: { runId: after.id, modelId: after.modelId },
-      costs,
-      agentUsd,
-      agentTurnsUsd,
-      elapsedMs: Date.now() - started,
-      nextSteps: nextStepsFor(comparison, {
-        benchmarkId: before.benchmarkId,
-        baseModelId: before.modelId,
-        trainedModelId: after.modelId,
-        beforeRunId: before.id,
-        afterRunId: after.id,
-        augmentation: plan?.augmentation ?? 5,
-      }),
-    });
+    const parts: ReplyPart[] = [
+      {
+        kind: 'comparison',
+        comparison,
+        before: { runId: before.id, modelId: before.modelId },
+        after: { runId: after.id, modelId: after.modelId },
+        cost: { costs, agentUsd, agentTurnsUsd, elapsedMs: Date.now() - started },
+      },
+      {
+        kind: 'choices',
+        options: verdictChoices(comparison, {
+          benchmarkId: before.benchmarkId,
+          baseModelId: before.modelId,
+          trainedModelId: after.modelId,
+          beforeRunId: before.id,
+          afterRunId: after.id,
+          augmentation: plan?.augmentation ?? 5,
+        }),
+      },
+    ];
     const o = comparison.overall;
     const facts = [
       `Verdict: ${comparison.verdict.headline}. Reason: ${comparison.verdict.reason}`,
@@ -187,6 +189,6 @@ export const benchmarkAnalyze = defineTool({
     if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);
     facts.push(`Cost: ${costs.map((c) => `${c.label} ${c.credits} credits${c.charged ? '' : ' (estimated)'}`).join(', ')}; agent $${agentUsd.toFixed(4)} so far.`);
     facts.push('The verdict and every figure above were computed in code; quote them as they are. The table (headed by that verdict), the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
-    return { content: facts.join('\n'), attachments: blocks };
+    return { content: facts.join('\n'), parts };
   },
 });

@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { isPlatformError } from '../../platform/errors.js';
 import type { BenchmarkPricing } from '../../platform/platform.js';
-import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
 import { defineTool } from './tool.js';
 
 /** "4 credits per run", or the size tiers: "up to 1B parameters 4 credits; larger 12 credits". */
@@ -33,16 +32,11 @@ export const benchmarkDetails = defineTool({
     } catch (error) {
       if (!isPlatformError(error) || error.code !== 'not_found') throw error;
       const all = await ctx.platform.listBenchmarks();
-      const buttons = all.slice(0, 5).map((b, i) => ({
-        type: 'button',
-        text: { type: 'plain_text', text: `${b.id}: ${b.name}`.slice(0, 70) },
-        action_id: indexedActionId(ACTION_IDS.pickOption, i),
-        value: JSON.stringify({ kind: 'pick', text: `Use benchmark ${b.id} (${b.name})` }),
-      }));
+      const options = all.slice(0, 5).map((b) => ({ label: `${b.id}: ${b.name}`, grant: { kind: 'pick' as const, text: `Use benchmark ${b.id} (${b.name})` } }));
       return {
         content: `Benchmark ${benchmarkId} does not exist. Available: ${all.map((b) => `${b.id} ${b.name} (${b.questionCount} questions)`).join('; ')}. They are offered as buttons; ask which one.`,
         isError: true,
-        attachments: buttons.length ? [{ type: 'actions', elements: buttons }] : [],
+        parts: options.length ? [{ kind: 'choices', options }] : [],
       };
     }
   },

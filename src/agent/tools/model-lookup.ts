@@ -1,6 +1,6 @@
 // model-lookup: resolves a model name to the platform's exact id; ambiguity becomes pick buttons.
 import { z } from 'zod';
-import { ACTION_IDS, indexedActionId } from '../../slack/action-ids.js';
+import type { ReplyPart } from '../reply.js';
 import { defineTool } from './tool.js';
 
 export const modelLookup = defineTool({
@@ -23,23 +23,18 @@ export const modelLookup = defineTool({
         if (candidates.length > 0) break;
       }
     }
-    const buttons = candidates.slice(0, 5).map((m, i) => ({
-      type: 'button',
-      text: { type: 'plain_text', text: m.id.slice(0, 70) },
-      action_id: indexedActionId(ACTION_IDS.pickOption, i),
-      value: JSON.stringify({ kind: 'pick', text: `Use the model ${m.id}` }),
-    }));
-    const attachments = buttons.length > 0 ? [{ type: 'actions', elements: buttons }] : [];
+    const options = candidates.slice(0, 5).map((m) => ({ label: m.id, grant: { kind: 'pick' as const, text: `Use the model ${m.id}` } }));
+    const parts: ReplyPart[] = options.length > 0 ? [{ kind: 'choices', options }] : [];
     if (matches.length === 0) {
       return {
         content: `No model matches "${query}".${candidates.length ? ` Closest: ${candidates.slice(0, 5).map((m) => m.id).join(', ')} (offered as buttons). Ask the person which one they mean.` : ' Ask the person for the exact name.'}`,
         isError: true,
-        attachments,
+        parts,
       };
     }
     return {
       content: `${matches.length} models match "${query}": ${lines.join('; ')}. They are offered as buttons; ask the person which one they mean.`,
-      attachments,
+      parts,
     };
   },
 });

@@ -5,6 +5,7 @@ import type { Config } from '../../config.js';
 import type { Platform } from '../../platform/platform.js';
 import type { Db } from '../../store/db.js';
 import type { Chat, Trigger, Turn } from '../../store/tables.js';
+import type { ReplyPart } from '../reply.js';
 
 export interface ToolContext {
   db: Db;
@@ -26,8 +27,8 @@ export interface ToolResult {
   /** What the model reads: compact text or JSON, never per-question dumps. */
   content: string;
   isError?: boolean;
-  /** Slack blocks built by code that the turn's post carries (tables, buttons). */
-  attachments?: unknown[];
+  /** Parts built by code that the turn's reply carries (a comparison, choices, an approval). */
+  parts?: ReplyPart[];
 }
 
 export interface AgentTool<Input = unknown> {

@@ -2,8 +2,8 @@
 import type { ActivityEntry, ActivityResource, ActivityScope, ActivityTotals } from '../../store/activity-queries.js';
 import { ACTION_IDS } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
-import { escapeMrkdwn, link, mentionChannel, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
-import { capBlocks, toMrkdwn } from './turn-message.js';
+import { escapeMrkdwn, fromModelMarkdown, link, mentionChannel, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
+import { capBlocks } from './reply.js';
 
 export { escapeMrkdwn, truncateMrkdwn };
 
@@ -129,7 +129,7 @@ function resourceLine(resource: ActivityResource): string {
 
 function summaryLine(entry: ActivityEntry): string {
   const oneLine = entry.summary.replace(/\s*\n\s*/g, ' ').trim();
-  const summary = oneLine ? truncateMrkdwn(toMrkdwn(oneLine, entry.ownerUserId), SUMMARY_MAX) : '_(no message)_';
+  const summary = oneLine ? truncateMrkdwn(fromModelMarkdown(oneLine, { ownerUserId: entry.ownerUserId }), SUMMARY_MAX) : '_(no message)_';
   const message = entry.postPermalink ? `  ${link(entry.postPermalink, 'view message')}` : '';
   return `${summary}${message}`;
 }

@@ -1,4 +1,4 @@
-// Block Kit for the comparison: a table built from the analysis, the verdict, the cost, next-step buttons.
+// Block Kit for a comparison part: a table built from the analysis, the verdict, its notes, the cost.
 import {
   formatCount,
   formatPercent,
@@ -9,31 +9,10 @@ import {
   type PairedFigures,
   type Proportion,
 } from '../../analysis/index.js';
-import type { NextAction } from '../../agent/spend-guard.js';
-import { ACTION_IDS, indexedActionId } from '../action-ids.js';
+import type { KnownBlock, RawTextElement } from '@slack/types';
+import type { ComparisonPart, CostFigures, CostLine } from '../../agent/reply.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
-import { escapeMrkdwn } from '../mrkdwn.js';
-
-export interface CostLine {
-  label: string;
-  /** Credits charged, or estimated while not charged yet. */
-  credits: number;
-  charged: boolean;
-  /** The estimate given at launch. */
-  estimated: number | null;
-}
-
-export interface ComparisonView {
-  comparison: Comparison;
-  before: { runId: string; modelId: string };
-  after: { runId: string; modelId: string };
-  costs: CostLine[];
-  agentUsd: number;
-  /** The agent's cost of each turn so far, oldest first (this turn's is still running). */
-  agentTurnsUsd?: number[];
-  elapsedMs: number | null;
-  nextSteps: Array<{ label: string; action: NextAction }>;
-}
+import { escapeMrkdwn, truncateMrkdwn } from '../mrkdwn.js';
 
 const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
   improved: ':white_check_mark:',
@@ -42,8 +21,8 @@ const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
   memorized: ':brain:',
 };
 
-type Cell = { type: 'raw_text'; text: string };
-const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, 200) });
+type Cell = RawTextElement;
+const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, SLACK_LIMITS.tableCellText) });
 
 /** "59.0% (49.2–68.1)": a rate with its Wilson 95% interval, in percent. */
 function rateWithInterval(p: Proportion): string {
@@ -141,23 +120,49 @@ export function costSummary(costs: readonly CostLine[], agentUsd: number, elapse
   return `${total}${elapsedMs !== null ? ` · elapsed ${formatElapsed(elapsedMs)}` : ''}\n${parts.join(' · ')}`;
 }
 
-/** The block id of the cost line, so the turn that posts the comparison can write its final figures. */
-export const COST_BLOCK_ID = 'verdict_cost';
-
-export function costBlock(costs: readonly CostLine[], agentUsd: number, elapsedMs: number | null, agentTurnsUsd: readonly number[] = []): unknown {
-  return { type: 'section', block_id: COST_BLOCK_ID, text: { type: 'mrkdwn', text: truncate(costSummary(costs, agentUsd, elapsedMs, agentTurnsUsd), SLACK_LIMITS.sectionText) } };
+export function costBlock(cost: CostFigures): KnownBlock {
+  return {
+    type: 'section',
+    text: { type: 'mrkdwn', text: truncate(costSummary(cost.costs, cost.agentUsd, cost.elapsedMs, cost.agentTurnsUsd), SLACK_LIMITS.sectionText) },
+  };
 }
 
-export function buildComparisonBlocks(view: ComparisonView): unknown[] {
-  const { comparison } = view;
+/**
+ * The table as monospaced text, for a message that already holds Slack's one table: cut to a
+ * section with "+N more rows" when it does not fit.
+ */
+function tableAsText(rows: Cell[][]): KnownBlock {
+  const lines = rows.map((row) => row.map((c) => c.text).join(' | '));
+  const room = SLACK_LIMITS.sectionText - 8;
+  let body = '';
+  let shown = 0;
+  for (const line of lines) {
+    const more = `\n+${lines.length - shown} more rows`;
+    if (body.length + line.length + 1 + more.length > room) break;
+    body += `${shown ? '\n' : ''}${line}`;
+    shown += 1;
+  }
+  if (shown < lines.length) body += `\n+${lines.length - shown} more rows`;
+  return { type: 'section', text: { type: 'mrkdwn', text: truncateMrkdwn(`\`\`\`${body}\`\`\``, SLACK_LIMITS.sectionText) } };
+}
+
+/**
+ * The comparison's blocks: header, verdict, table, notes, cost. `tableAllowed` is false when the
+ * message already holds a table (Slack allows one): the table is then shown as text.
+ */
+export function buildComparisonBlocks(part: ComparisonPart, options: { tableAllowed?: boolean } = {}): KnownBlock[] {
+  const { comparison } = part;
   const v = comparison.verdict;
-  const blocks: unknown[] = [
-    { type: 'header', text: { type: 'plain_text', text: truncate(`Before vs after: ${view.before.modelId} → ${view.after.modelId}`, SLACK_LIMITS.headerText) } },
+  const rows = comparisonRows(comparison);
+  const blocks: KnownBlock[] = [
+    { type: 'header', text: { type: 'plain_text', text: truncate(`Before vs after: ${part.before.modelId} → ${part.after.modelId}`, SLACK_LIMITS.headerText) } },
     {
       type: 'section',
       text: { type: 'mrkdwn', text: truncate(`*${VERDICT_ICONS[v.outcome]} ${v.headline}*\n${v.reason}`, SLACK_LIMITS.sectionText) },
     },
-    { type: 'table', column_settings: [{ is_wrapped: true }, { align: 'right' }, { align: 'right' }, { align: 'right' }], rows: comparisonRows(comparison) },
+    options.tableAllowed === false
+      ? tableAsText(rows)
+      : { type: 'table', column_settings: [{ is_wrapped: true }, { align: 'right' }, { align: 'right' }, { align: 'right' }], rows },
   ];
   const notes: string[] = [];
   if (comparison.training) {
@@ -179,45 +184,10 @@ export function buildComparisonBlocks(view: ComparisonView): unknown[] {
     notes.push(`Not compared: ${comparison.coverage.onlyBefore.count} question(s) only in the first run, ${comparison.coverage.onlyAfter.count} only in the second.`);
   }
   for (const note of notes.filter(Boolean)) {
-    blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.sectionText) }] });
+    blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.contextText) }] });
   }
-  blocks.push(costBlock(view.costs, view.agentUsd, view.elapsedMs, view.agentTurnsUsd));
-  if (view.nextSteps.length > 0) {
-    blocks.push({
-      type: 'actions',
-      elements: view.nextSteps.slice(0, SLACK_LIMITS.actionsElements).map((step, i) => ({
-        type: 'button',
-        text: { type: 'plain_text', text: truncate(step.label, SLACK_LIMITS.buttonText) },
-        action_id: indexedActionId(ACTION_IDS.nextStep, i),
-        value: truncate(JSON.stringify({ kind: 'next', action: step.action }), SLACK_LIMITS.buttonValue),
-        ...(i === 0 ? { style: 'primary' } : {}),
-      })),
-    });
-  }
+  blocks.push(costBlock(part.cost));
   return blocks;
 }
 
-/** Three next steps that fit the verdict. */
-export function nextStepsFor(
-  comparison: Comparison,
-  refs: { benchmarkId: string; baseModelId: string; trainedModelId: string; beforeRunId: string; afterRunId: string; augmentation: number },
-): Array<{ label: string; action: NextAction }> {
-  const retrainHeldOut = {
-    label: 'Retrain with 30% held out',
-    action: { action: 'train_on_failures', runId: refs.beforeRunId, modelId: refs.baseModelId, heldOutFraction: 0.3, augmentation: refs.augmentation } as NextAction,
-  };
-  const trainRemaining = {
-    label: 'Train again on remaining failures',
-    action: { action: 'train_on_failures', runId: refs.afterRunId, modelId: refs.trainedModelId, heldOutFraction: 0, augmentation: refs.augmentation } as NextAction,
-  };
-  const keepBase = { label: 'Keep the base model', action: { action: 'keep_model', modelId: refs.baseModelId } as NextAction };
-  const keepTrained = { label: 'Keep the trained model', action: { action: 'keep_model', modelId: refs.trainedModelId } as NextAction };
-  const rerunBase = {
-    label: 'Rerun base for noise floor',
-    action: { action: 'run_benchmark', benchmarkId: refs.benchmarkId, modelId: refs.baseModelId } as NextAction,
-  };
-  const generalizationMeasured = comparison.training?.generalizationMeasured ?? true;
-  if (!generalizationMeasured) return [retrainHeldOut, trainRemaining, keepBase];
-  if (comparison.verdict.outcome === 'improved') return [keepTrained, trainRemaining, rerunBase];
-  return [retrainHeldOut, keepBase, rerunBase];
-}
+export type { CostLine };

@@ -1,0 +1,223 @@
+// Renders the agent's typed reply as a Slack message: pure, within every Slack limit, degrading
+// (cut with "+N more", a table as text, text alone) instead of failing.
+import type { ActionsBlock, Button, KnownBlock } from '@slack/types';
+import type { ButtonGrant, ChoiceOption, ProgressPart, Reply, ReplyOrigin, ReplyPart } from '../../agent/reply.js';
+import { ACTION_IDS, CHAT_ACTION_PATTERN, indexedActionId } from '../action-ids.js';
+import { encodeButtonValue, parseGrant } from '../button-value.js';
+import { SLACK_LIMITS, splitText, truncate } from '../limits.js';
+import { escapeMrkdwn, fromModelMarkdown, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
+import { choiceBlock, type MadeChoice } from './button-choices.js';
+import { buildComparisonBlocks } from './comparison.js';
+
+export interface MessagePayload {
+  text: string;
+  blocks: KnownBlock[];
+}
+
+/** One button of a choice as posted: the exact action id and value a click must carry, and its grant. */
+export interface OfferedButton {
+  actionId: string;
+  label: string;
+  value: string;
+  grant: ButtonGrant;
+  primary?: boolean;
+}
+
+/** A choice as posted: its buttons are alternatives, so the first allowed click closes all of them. */
+export interface OfferedChoice {
+  /** Its position among the reply's choices, stored with its grants (button_choices.block_index). */
+  choiceIndex: number;
+  buttons: OfferedButton[];
+}
+
+/** A reply's parts as rendered: interactive parts become choices, numbered in order. */
+type RenderItem = { kind: 'part'; part: Exclude<ReplyPart, { kind: 'choices' | 'approval' | 'retry' }> } | { kind: 'choice'; choice: OfferedChoice };
+
+const GRANT_ACTION: Record<ButtonGrant['kind'], string> = {
+  approve: ACTION_IDS.approve,
+  next: ACTION_IDS.nextStep,
+  pick: ACTION_IDS.pickOption,
+  retry: ACTION_IDS.retry,
+};
+
+/** The options an interactive part offers. */
+function optionsOf(part: Extract<ReplyPart, { kind: 'choices' | 'approval' | 'retry' }>): ChoiceOption[] {
+  switch (part.kind) {
+    case 'choices':
+      return part.options;
+    case 'approval':
+      return [{ label: `Approve ${part.credits} credits`, grant: { kind: 'approve', intent: part.intent, credits: part.credits }, primary: true }];
+    case 'retry':
+      return [{ label: 'Retry', grant: { kind: 'retry', trigger: part.triggerId } }];
+  }
+}
+
+/**
+ * Legacy blocks (stored by an earlier version) with their chat buttons lifted out as choices, so
+ * that they are offered, stored and retired like any other choice.
+ */
+function liftLegacyChoices(blocks: readonly unknown[]): ReplyPart[] {
+  const out: ReplyPart[] = [];
+  for (const block of blocks) {
+    const b = block as { type?: string; elements?: Array<{ type?: string; action_id?: unknown; value?: unknown; text?: { text?: string }; style?: string }> };
+    const options: ChoiceOption[] = [];
+    if (b?.type === 'actions' && Array.isArray(b.elements)) {
+      for (const e of b.elements) {
+        const grant = e?.type === 'button' && typeof e.action_id === 'string' && CHAT_ACTION_PATTERN.test(e.action_id) ? parseGrant(e.value) : undefined;
+        if (grant) options.push({ label: e.text?.text ?? e.action_id as string, grant, ...(e.style === 'primary' ? { primary: true } : {}) });
+      }
+    }
+    if (options.length > 0) {
+      out.push({ kind: 'choices', options });
+      continue;
+    }
+    const last = out.at(-1);
+    if (last?.kind === 'legacy_blocks') last.blocks.push(block);
+    else out.push({ kind: 'legacy_blocks', blocks: [block] });
+  }
+  return out;
+}
+
+/**
+ * The reply as render items: every interactive part a numbered choice whose buttons have their
+ * action ids (unique in the message) and values. The renderer and the outbox's grant store both
+ * read this, so what is stored is exactly what is posted.
+ */
+function renderItems(reply: Reply): RenderItem[] {
+  const counters = new Map<string, number>();
+  const items: RenderItem[] = [];
+  const parts = reply.parts.flatMap((part) => (part.kind === 'legacy_blocks' ? liftLegacyChoices(part.blocks) : [part]));
+  for (const part of parts) {
+    if (part.kind !== 'choices' && part.kind !== 'approval' && part.kind !== 'retry') {
+      items.push({ kind: 'part', part });
+      continue;
+    }
+    const buttons = optionsOf(part)
+      .slice(0, SLACK_LIMITS.actionsElements)
+      .map((option) => {
+        const base = GRANT_ACTION[option.grant.kind];
+        const n = counters.get(base) ?? 0;
+        counters.set(base, n + 1);
+        const button: OfferedButton = { actionId: indexedActionId(base, n), label: truncate(option.label, SLACK_LIMITS.buttonText), value: encodeButtonValue(option.grant), grant: option.grant };
+        return option.primary ? { ...button, primary: true } : button;
+      });
+    if (buttons.length === 0) continue;
+    const choiceIndex = items.filter((i) => i.kind === 'choice').length;
+    items.push({ kind: 'choice', choice: { choiceIndex, buttons } });
+  }
+  return items;
+}
+
+/** The choices a reply offers, with the exact action ids, labels and values its message carries. */
+export function offeredChoices(reply: Reply): OfferedChoice[] {
+  return renderItems(reply).flatMap((item) => (item.kind === 'choice' ? [item.choice] : []));
+}
+
+function actionsBlock(choice: OfferedChoice): ActionsBlock {
+  return {
+    type: 'actions',
+    elements: choice.buttons.map((b): Button => ({
+      type: 'button',
+      text: { type: 'plain_text', text: b.label },
+      action_id: b.actionId,
+      value: b.value,
+      ...(b.primary ? { style: 'primary' as const } : {}),
+    })),
+  };
+}
+
+const PROGRESS_ICONS: Record<ProgressPart['steps'][number]['status'], string> = {
+  pending: ':white_circle:',
+  running: ':hourglass_flowing_sand:',
+  completed: ':white_check_mark:',
+  failed: ':x:',
+  skipped: ':heavy_minus_sign:',
+};
+
+/** Progress as plain lines (the fallback every richer progress surface keeps). */
+function progressBlocks(part: ProgressPart): KnownBlock[] {
+  const lines = part.steps.map((s) => `${PROGRESS_ICONS[s.status]} ${escapeMrkdwn(s.label)}${s.detail ? ` · ${escapeMrkdwn(s.detail)}` : ''}`);
+  const text = `*${escapeMrkdwn(part.title)}*\n${lines.join('\n')}`;
+  return [{ type: 'section', text: { type: 'mrkdwn', text: truncateMrkdwn(text, SLACK_LIMITS.sectionText) } }];
+}
+
+export function originNote(origin: ReplyOrigin): KnownBlock {
+  const text = origin.kind === 'engine' ? `:gear: Engine: ${escapeMrkdwn(origin.name)}` : ':test_tube: Sandbox platform: simulated runs and trainings, no real GPU time.';
+  return { type: 'context', elements: [{ type: 'mrkdwn', text }] };
+}
+
+/** The post starts with the bot's own mention of the person, unless the rendered text already carries it. */
+function withMention(userId: string, text: string): string {
+  const mention = mentionUser(userId);
+  return text.includes(mention) ? text : `${mention} ${text}`;
+}
+
+/** The reply's text as mrkdwn: the model's Markdown escaped, led by the mention of the person it is for. */
+export function replyText(reply: Pick<Reply, 'to' | 'text'>): string {
+  return withMention(reply.to, fromModelMarkdown(reply.text.trim() || 'Done.', { ownerUserId: reply.to }));
+}
+
+/**
+ * Keeps at most `max` blocks. Buttons are kept (a choice offered must stay clickable); other blocks
+ * are kept in order while there is room, and the first one cut gives way to "+N more not shown".
+ */
+export function capBlocks<B>(blocks: readonly B[], max: number = SLACK_LIMITS.blocksPerMessage): Array<B | KnownBlock> {
+  if (blocks.length <= max) return [...blocks];
+  const isActions = (b: B) => (b as { type?: unknown } | null)?.type === 'actions';
+  const keep = new Set(blocks.flatMap((b, i) => (isActions(b) ? [i] : [])).slice(0, max - 1));
+  let room = max - 1 - keep.size;
+  blocks.forEach((b, i) => {
+    if (!isActions(b) && room > 0) {
+      keep.add(i);
+      room -= 1;
+    }
+  });
+  const out: Array<B | KnownBlock> = [];
+  let noted = false;
+  blocks.forEach((b, i) => {
+    if (keep.has(i)) out.push(b);
+    else if (!noted) {
+      noted = true;
+      out.push({ type: 'context', elements: [{ type: 'mrkdwn', text: `+${blocks.length - keep.size} more not shown` }] });
+    }
+  });
+  return out;
+}
+
+/**
+ * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
+ * and when in place of its buttons.
+ */
+export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoice[] } = {}): MessagePayload {
+  const text = replyText(reply);
+  const chosen = new Map((options.chosen ?? []).map((c) => [c.choiceIndex, c]));
+  const blocks: KnownBlock[] = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+  let tables = 0;
+  for (const item of renderItems(reply)) {
+    if (item.kind === 'choice') {
+      const made = chosen.get(item.choice.choiceIndex);
+      blocks.push(made ? choiceBlock(made) : actionsBlock(item.choice));
+      continue;
+    }
+    const part = item.part;
+    switch (part.kind) {
+      case 'comparison':
+        blocks.push(...buildComparisonBlocks(part, { tableAllowed: tables < SLACK_LIMITS.tablesPerMessage }));
+        tables += 1;
+        break;
+      case 'progress':
+        blocks.push(...progressBlocks(part));
+        break;
+      case 'legacy_blocks':
+        blocks.push(...(part.blocks as KnownBlock[]));
+        tables += part.blocks.filter((b) => (b as { type?: string } | null)?.type === 'table').length;
+        break;
+      default:
+        // A part kind this version does not know (written by a newer replica): shown by its text alone.
+        break;
+    }
+  }
+  // The origin note survives any cut: every message about simulated work says so.
+  const note = reply.origin ? [originNote(reply.origin)] : [];
+  return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [...capBlocks(blocks, SLACK_LIMITS.blocksPerMessage - note.length), ...note] };
+}
