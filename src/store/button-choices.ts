@@ -2,11 +2,9 @@
 import { sql } from 'kysely';
 import type { ButtonGrant } from '../agent/spend-guard.js';
 import { alreadyDoneText, offeredChoices, type MadeChoice } from '../slack/blocks/button-choices.js';
+import { BUTTON_FEEDBACK_TASK, RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
 import type { Trigger } from './tables.js';
-import { RUN_TURN_TASK } from './triggers.js';
-
-export const BUTTON_FEEDBACK_TASK = 'button_feedback';
 
 /** What the button-feedback job does: update the message after a choice, or answer one person. */
 export type ButtonFeedback =

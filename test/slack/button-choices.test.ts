@@ -1,6 +1,6 @@
 // Pure rules of buttons that act once: which grants a post offers, how a made choice reads.
 import { describe, expect, it } from 'vitest';
-import { capExceeded } from '../../src/agent/spend-guard.js';
+import { capExceeded } from '../../src/agent/spend-policy.js';
 import { ACTION_IDS, indexedActionId } from '../../src/slack/action-ids.js';
 import { alreadyDoneText, offeredChoices, parseGrant, retireChosen } from '../../src/slack/blocks/button-choices.js';
 

@@ -1,12 +1,13 @@
 // benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison message.
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
 import { buildComparisonBlocks, COST_BLOCK_ID, costBlock, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
+import { chatTurnCosts } from '../../store/turns.js';
+import { currentPlan, savePlan } from '../chat-plan.js';
 import { updateStep } from '../plan.js';
-import { currentPlan, requireOwnResource, savePlan } from './shared.js';
+import { requireOwnResource } from './own-resource.js';
 import { defineTool, ToolError, type ToolContext } from './tool.js';
 
 const PAGE = 500;
@@ -71,14 +72,8 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
       estimated: r.price_estimate !== null ? Number(r.price_estimate) : null,
     });
   }
-  const turns = await ctx.db
-    .selectFrom('turns')
-    .select(['cost_usd', sql<string>`sum(cost_usd) over ()`.as('total')])
-    .where('team_id', '=', ctx.chat.team_id)
-    .where('chat_id', '=', ctx.chat.id)
-    .orderBy('id')
-    .execute();
-  return { costs, agentUsd: Number(turns[0]?.total ?? 0), agentTurnsUsd: turns.map((t) => Number(t.cost_usd)) };
+  const turns = await chatTurnCosts(ctx.db, ctx.chat.team_id, ctx.chat.id);
+  return { costs, agentUsd: turns.totalUsd, agentTurnsUsd: turns.turnsUsd };
 }
 
 function capitalize(text: string): string {

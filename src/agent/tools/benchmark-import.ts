@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
 import { isPlatformError } from '../../platform/errors.js';
-import type { Trigger } from '../../store/tables.js';
-import { triggerFiles, type SharedFile } from '../../store/trigger-files.js';
+import type { SharedFile } from '../../store/trigger-files.js';
+import { listThreadFiles } from '../../store/triggers.js';
 import { defineTool, ToolError, type ToolContext } from './tool.js';
 
 /** Largest benchmark file imported from Slack (the platform accepts uploads up to 10 MB). */
@@ -31,19 +31,6 @@ function allowedHost(url: URL, ctx: ToolContext): boolean {
   if (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))) return true;
   const api = ctx.config.slack.apiUrl;
   return api !== undefined && new URL(api).host === url.host;
-}
-
-/** The shared files of this thread's messages, newest first. */
-async function threadFiles(ctx: ToolContext): Promise<SharedFile[]> {
-  const triggers = await ctx.db
-    .selectFrom('triggers')
-    .select(['payload'])
-    .where('team_id', '=', ctx.chat.team_id)
-    .where('chat_id', '=', ctx.chat.id)
-    .where('kind', 'in', ['mention', 'reply'])
-    .orderBy('id', 'desc')
-    .execute();
-  return triggers.flatMap((t) => triggerFiles(t as Pick<Trigger, 'payload'>));
 }
 
 async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
@@ -100,7 +87,7 @@ export const benchmarkImport = defineTool({
     benchmarkId: z.string().regex(ID_PATTERN).optional().describe('Benchmark id to store it under; default from the file name'),
   }),
   run: async ({ fileId, benchmarkId }, ctx) => {
-    const files = await threadFiles(ctx);
+    const files = await listThreadFiles(ctx.db, ctx.chat.team_id, ctx.chat.id);
     const file = files.find((f) => f.id === fileId);
     if (!file) {
       const known = files.map((f) => `${f.id} "${f.name}"`).join(', ');

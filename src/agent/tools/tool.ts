@@ -5,6 +5,7 @@ import type { Config } from '../../config.js';
 import type { Platform } from '../../platform/platform.js';
 import type { Db } from '../../store/db.js';
 import type { Chat, Trigger, Turn } from '../../store/tables.js';
+import type { SpendAuthority } from '../spend-policy.js';
 
 export interface ToolContext {
   db: Db;
@@ -18,6 +19,8 @@ export interface ToolContext {
   chat: Chat;
   turn: Turn;
   trigger: Trigger;
+  /** What the turn's trigger may authorize (its handler says): the plan's next step, a button's action, or a person's request. */
+  authority: SpendAuthority;
   /** The id of the tool call being run; stable across a crash-and-resume of the turn. */
   toolUseId?: string;
 }
