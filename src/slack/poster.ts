@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
-import { markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, setPostPermalink, type PostPayload } from '../store/posts.js';
+import { getPost, markPostAttempt, markPostDelivered, markPostFailed, pendingPosts, reservePostSlot, setPostPermalink, type PostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import { retireChosen } from './blocks/button-choices.js';
 import { SLACK_LIMITS } from './limits.js';
@@ -190,7 +190,7 @@ export class SlackPoster {
    * throws on a transient failure so the job retries.
    */
   async refreshChoices(teamId: string, postId: string): Promise<void> {
-    const post = await this.db.selectFrom('posts').selectAll().where('team_id', '=', teamId).where('id', '=', postId).executeTakeFirst();
+    const post = await getPost(this.db, teamId, postId);
     if (!post?.slack_ts) return;
     const payload = post.payload as unknown as PostPayload;
     const chosen = await madeChoices(this.db, teamId, postId);
