@@ -78,6 +78,41 @@ export const FAILURES = {
   tool_unknown: spec<{ name: string }>('agent', ({ name }) => `Unknown tool "${name}".`),
   tool_invalid_input: spec<{ name: string; detail: string }>('agent', ({ name, detail }) => `Invalid input for ${name}: ${detail}`.trim()),
   resource_not_found: spec<{ kind: string; id: string }>('agent', ({ kind, id }) => `No ${kind} ${id} was found.`),
+  run_not_completed: spec<{ id: string; status: string }>('agent', ({ id, status }) => `Run ${id} is ${status}, not completed.`),
+
+  // The comparison.
+  compare_not_completed: spec<{ id: string; status: string }>('agent', ({ id, status }) => `Run ${id} is ${status}; only completed runs can be compared.`),
+  compare_other_benchmarks: spec<{ before: string; after: string; beforeBenchmark: string; afterBenchmark: string }>(
+    'agent',
+    (f) => `Runs ${f.before} and ${f.after} are on different benchmarks (${f.beforeBenchmark}, ${f.afterBenchmark}).`,
+  ),
+
+  // A benchmark file shared in the thread.
+  import_not_shared: spec<{ fileId: string; known: string }>(
+    'agent',
+    ({ fileId, known }) => `No file ${fileId} was shared in this thread.${known ? ` Shared here: ${known}.` : ' Ask the person to share the file in this thread.'}`,
+  ),
+  import_too_large: spec<{ name: string; size: number | null; limit: number }>('agent', ({ name, size, limit }) =>
+    size === null
+      ? `The file "${name}" is over ${limit} bytes; benchmark files up to that size are imported.`
+      : `The file "${name}" is ${size} bytes; benchmark files up to ${limit} bytes are imported.`,
+  ),
+  import_no_link: spec<{ name: string }>('agent', ({ name }) => `Slack gave no usable download link for "${name}".`),
+  import_not_on_slack: spec<{ name: string; host: string }>('agent', ({ name, host }) => `The download link of "${name}" is not on Slack (${host}); it was not fetched.`),
+  import_download_failed: spec<{ name: string; cause: string }>(
+    'agent',
+    ({ name, cause }) => `Downloading "${name}" from Slack failed: ${cause}. Ask the person to share it again.`,
+  ),
+  import_download_refused: spec<{ name: string; status: number }>('agent', ({ name, status }) =>
+    `Could not download "${name}": ${
+      status === 200
+        ? 'Slack answered with its sign-in page (the app needs the files:read scope, and the file must be shared where the bot is)'
+        : `Slack answered HTTP ${status}`
+    }.`,
+  ),
+  import_not_utf8: spec<{ name: string }>('agent', ({ name }) => `The file "${name}" is not UTF-8 text; a benchmark file is JSONL text, one JSON object a line.`),
+  /** The platform's own words, naming each bad line and field. */
+  import_invalid: spec<{ detail: string }>('agent', ({ detail }) => detail),
 } as const;
 
 export type FailureCode = keyof typeof FAILURES;

@@ -1,5 +1,6 @@
 // benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison message.
 import { z } from 'zod';
+import { failure } from '../../errors.js';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
 import { buildComparisonBlocks, COST_BLOCK_ID, costBlock, nextStepsFor, type CostLine } from '../../slack/blocks/comparison.js';
@@ -8,7 +9,7 @@ import { chatTurnCosts } from '../../store/turns.js';
 import { currentPlan, savePlan } from '../chat-plan.js';
 import { updateStep } from '../plan.js';
 import { requireOwnResource } from './own-resource.js';
-import { defineTool, ToolError, type ToolContext } from './tool.js';
+import { defineTool, toolError, type ToolContext } from './tool.js';
 
 const PAGE = 500;
 
@@ -81,7 +82,7 @@ function capitalize(text: string): string {
 }
 
 function requireCompleted(run: Run): void {
-  if (run.status !== 'completed') throw new ToolError(`Run ${run.id} is ${run.status}; only completed runs can be compared.`);
+  if (run.status !== 'completed') throw toolError(failure('compare_not_completed', { id: run.id, status: run.status }));
 }
 
 export const benchmarkAnalyze = defineTool({
@@ -96,7 +97,7 @@ export const benchmarkAnalyze = defineTool({
     requireCompleted(before);
     requireCompleted(after);
     if (before.benchmarkId !== after.benchmarkId) {
-      throw new ToolError(`Runs ${before.id} and ${after.id} are on different benchmarks (${before.benchmarkId}, ${after.benchmarkId}).`);
+      throw toolError(failure('compare_other_benchmarks', { before: before.id, after: after.id, beforeBenchmark: before.benchmarkId, afterBenchmark: after.benchmarkId }));
     }
     const [benchmark, afterModel, beforeOutcomes, afterOutcomes] = await Promise.all([
       ctx.platform.getBenchmark(before.benchmarkId),

@@ -2,13 +2,12 @@
 import { failure } from '../../errors.js';
 import { findResourceByPlatformId } from '../../store/resources.js';
 import type { ResourceKind } from '../../store/tables.js';
-import { ToolError, type ToolContext } from './tool.js';
+import { toolError, type ToolContext } from './tool.js';
 
 /** Refuses a run or training another workspace started, as if it did not exist. */
 export async function requireOwnResource(ctx: ToolContext, kind: ResourceKind, platformId: string): Promise<void> {
   const resource = await findResourceByPlatformId(ctx.db, kind, platformId);
   if (resource && resource.team_id !== ctx.chat.team_id) {
-    const refused = failure('resource_not_found', { kind, id: platformId });
-    throw new ToolError(refused.message, refused.code);
+    throw toolError(failure('resource_not_found', { kind, id: platformId }));
   }
 }

@@ -51,6 +51,11 @@ export class ToolError extends Error {
   }
 }
 
+/** A failure of the catalogue (src/errors.ts), thrown to the model. */
+export function toolError(failed: { code: string; message: string }): ToolError {
+  return new ToolError(failed.message, failed.code);
+}
+
 export function defineTool<Input>(tool: AgentTool<Input>): AgentTool<Input> {
   return tool;
 }
