@@ -7,12 +7,13 @@ import { createModelClient, withScrubbedRequests, type ModelClient } from './age
 import { SYSTEM_PROMPT } from './agent/system-prompt.js';
 import { createTools } from './agent/tools/index.js';
 import { toolDefinitions } from './agent/tools/tool.js';
-import { createTurnHooks } from './agent/turn-hooks.js';
 import type { TurnDeps } from './agent/turn.js';
 import type { Config } from './config.js';
 import { sendJson, startHttpServer, WEBHOOK_PATH } from './http/server.js';
 import { createWebhookRoute } from './http/webhook-route.js';
-import { PUBLISH_HOME_TASK, RECONCILE_TASK, createTaskList } from './jobs/tasks.js';
+import { createHomeScheduler } from './jobs/home-refresh.js';
+import { RECONCILE_TASK } from './jobs/task-names.js';
+import { createTaskList } from './jobs/tasks.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
 import { createLogger, createScrubber } from './logger.js';
 import { inferenceFromConfig } from './platform/engines/engine-setup.js';
@@ -26,9 +27,6 @@ import { createSlackClients, SlackPoster } from './slack/poster.js';
 import { describeError, redactUrl, StartupError } from './startup-error.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
-
-/** A Home tab refreshed because a turn ended waits this long, so a burst of turns publishes it once. */
-const HOME_REFRESH_MS = 2000;
 
 export interface Bot {
   url: string;
@@ -131,25 +129,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     });
 
     let workerHandle: WorkerHandle | undefined;
-    const enqueueHome = async (
-      teamId: string,
-      userId: string,
-      homeOptions: { scope?: string; page?: number; csv?: boolean; refresh?: boolean } = {},
-    ) => {
-      const utils = workerHandle?.utils;
-      if (!utils) return;
-      const { refresh, ...view } = homeOptions;
-      await utils.addJob(
-        PUBLISH_HOME_TASK,
-        { teamId, userId, ...view },
-        view.csv
-          ? { maxAttempts: 3 }
-          : refresh
-            ? // After a turn: at most one publish per user per HOME_REFRESH_MS, however many turns end.
-              { jobKey: `home:${teamId}:${userId}`, jobKeyMode: 'preserve_run_at', runAt: new Date(Date.now() + HOME_REFRESH_MS), maxAttempts: 3 }
-            : { jobKey: `home:${teamId}:${userId}`, maxAttempts: 3 },
-      );
-    };
+    const homeJobs = createHomeScheduler(() => workerHandle?.utils);
 
     // The HTTP server comes up before Slack is verified, so /healthz answers (503, "starting")
     // during the rest of start-up; Slack's requests wait for the app (503: Slack redelivers).
@@ -178,7 +158,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       throw portError(config.port, error);
     });
     cleanups.push(() => http.close());
-    slack = await createSlackApp(config, { db: db.db, logger, enqueueHome, adminUserIds: config.spending.adminUserIds });
+    slack = await createSlackApp(config, { db: db.db, logger, enqueueHome: homeJobs.enqueue, adminUserIds: config.spending.adminUserIds });
     const slackApp = slack;
 
     let sandbox: SandboxHandle | undefined;
@@ -235,7 +215,7 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       system: SYSTEM_PROMPT,
       tools,
       toolDefinitions: toolDefinitions(tools),
-      hooks: createTurnHooks({ enqueueHome }),
+      afterTurn: (chat) => homeJobs.refreshAfterTurn(chat.team_id, chat.owner_user_id),
     };
     workerHandle = await startWorker({
       pool: db.pool,

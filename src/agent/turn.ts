@@ -3,6 +3,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
 import type { Config } from '../config.js';
+import { failure } from '../errors.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
 import { recordActivity } from '../store/activity.js';
@@ -11,7 +12,6 @@ import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
-import { triggerFiles } from '../store/trigger-files.js';
 import { getTrigger, setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
@@ -20,33 +20,13 @@ import { withFinalCost } from './tools/benchmark-analyze.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
 import { partsFromStored, type Reply, type ReplyPart } from './reply.js';
+import { handlerFor } from './triggers/index.js';
 import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
 
 type Block = Anthropic.Messages.ContentBlockParam;
 
 /** Cap on model calls in one turn, so a confused model cannot spin forever on the user's money. */
 const MAX_MODEL_CALLS_PER_TURN = 16;
-
-export interface TurnHooks {
-  /**
-   * Decides whether the trigger may start a turn at all (authorization of a button click, say).
-   * Returning `{ refuse }` ends the trigger without a model call.
-   */
-  preflight?(ctx: ToolContext): Promise<{ refuse?: { ephemeral: string } } | undefined>;
-  /**
-   * The user message the model reads for this trigger (a platform event fetches its resource), or
-   * `{ skip }` when the trigger turns out to need no turn: it then ends without a model call or a
-   * post, and `onSkip` writes in the same transaction as the turn's end.
-   */
-  renderTrigger?(ctx: ToolContext): Promise<string | SkipTurn>;
-  /** Runs after the turn's writes are committed and its posts delivered. */
-  afterTurn?(ctx: ToolContext): Promise<void>;
-}
-
-export interface SkipTurn {
-  skip: string;
-  onSkip?(db: Db): Promise<void>;
-}
 
 /** Where a turn's posts go once they are in the outbox (src/slack/poster.ts renders and delivers them). */
 export interface PostDelivery {
@@ -69,7 +49,8 @@ export interface TurnDeps {
   system: string;
   tools: readonly AgentTool<never>[];
   toolDefinitions: readonly ToolDefinition[];
-  hooks?: TurnHooks;
+  /** Runs after a turn's writes are committed and its posts delivered (the owner's Home tab is refreshed); a failure is only logged. */
+  afterTurn?(chat: Chat): Promise<void>;
 }
 
 export interface JobInfo {
@@ -112,6 +93,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     triggerId: trigger.id,
     model: deps.config.agent.model,
   });
+  const handler = handlerFor(trigger.kind);
   const ctx: ToolContext = {
     db: deps.db,
     config: deps.config,
@@ -122,13 +104,15 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     chat,
     turn,
     trigger,
+    authority: handler.authority,
   };
 
-  const refusal = await deps.hooks?.preflight?.(ctx);
-  if (refusal?.refuse) {
+  const refusal = handler.authorize(ctx);
+  if (refusal) {
+    ctx.logger.info({ code: refusal.code }, 'trigger refused before its turn');
     if (trigger.user_id) {
       await deps.poster
-        .postEphemeral(chat.channel_id, trigger.user_id, refusal.refuse.ephemeral, chat.thread_ts)
+        .postEphemeral(chat.channel_id, trigger.user_id, refusal.message, chat.thread_ts)
         .catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not send an ephemeral refusal'));
     }
     await finishTurn(deps.db, chat.team_id, turn.id, 'completed', 'refused');
@@ -138,16 +122,17 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 
   const rows = await listMessages(deps.db, chat.team_id, chat.id);
   if (!rows.some((row) => row.turn_id === turn.id)) {
-    const text = deps.hooks?.renderTrigger ? await deps.hooks.renderTrigger(ctx) : renderTriggerText(trigger);
-    if (typeof text !== 'string') {
-      ctx.logger.warn({ reason: text.skip }, 'trigger needs no turn; ended without a model call');
+    const prepared = await handler.prepare(ctx);
+    if ('skip' in prepared) {
+      ctx.logger.warn({ reason: prepared.skip }, 'trigger needs no turn; ended without a model call');
       await deps.db.transaction().execute(async (trx) => {
-        await text.onSkip?.(trx);
-        await finishTurn(trx, chat.team_id, turn.id, 'completed', text.skip);
-        await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', text.skip);
+        await prepared.onSkip?.(trx);
+        await finishTurn(trx, chat.team_id, turn.id, 'completed', prepared.skip);
+        await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', prepared.skip);
       });
       return;
     }
+    const text = handler.render(prepared.facts);
     rows.push(
       await appendMessage(deps.db, {
         teamId: chat.team_id,
@@ -239,14 +224,10 @@ async function concludeTurn(
     await setTriggerStatus(trx, chat.team_id, trigger.id, end.error ? 'failed' : 'done', end.error);
   });
   await deps.poster.deliverPending(chat.team_id, chat.id);
-  await runAfterTurn(deps, ctx);
-}
-
-async function runAfterTurn(deps: TurnDeps, ctx: ToolContext): Promise<void> {
   try {
-    await deps.hooks?.afterTurn?.(ctx);
+    await deps.afterTurn?.(chat);
   } catch (error) {
-    ctx.logger.warn({ err: error }, 'after-turn hook failed');
+    ctx.logger.warn({ err: error }, 'after-turn step failed');
   }
 }
 
@@ -280,11 +261,12 @@ async function runTools(
 
 async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages.ToolUseBlockParam, job: JobInfo): Promise<ToolResult> {
   const tool = deps.tools.find((t) => t.name === use.name);
-  if (!tool) return { content: `Unknown tool "${use.name}".`, isError: true };
+  if (!tool) return { content: failure('tool_unknown', { name: use.name }).message, isError: true };
   const parsed = (tool.input as unknown as ZodType).safeParse(use.input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { content: `Invalid input for ${use.name}: ${issue?.path.join('.') || 'input'} ${issue?.message ?? ''}`.trim(), isError: true };
+    const detail = `${issue?.path.join('.') || 'input'} ${issue?.message ?? ''}`;
+    return { content: failure('tool_invalid_input', { name: use.name, detail }).message, isError: true };
   }
   const started = Date.now();
   try {
@@ -308,7 +290,7 @@ async function runTool(deps: TurnDeps, ctx: ToolContext, use: Anthropic.Messages
 
 /** Turns woken by the platform or the sweep: no person is waiting, so the job engine may retry them. */
 function isAutomatic(trigger: Trigger): boolean {
-  return trigger.kind === 'platform_event' || trigger.kind === 'reconcile';
+  return handlerFor(trigger.kind).automatic;
 }
 
 async function handleModelFailure(deps: TurnDeps, ctx: ToolContext, error: unknown, job: JobInfo): Promise<void> {
@@ -339,26 +321,6 @@ export function finalText(turnRows: readonly StoredMessage[]): string {
     if (text) return text;
   }
   return 'Done.';
-}
-
-/** Plain rendering of a trigger for the model; platform events get a richer one from the hooks. */
-export function renderTriggerText(trigger: Trigger): string {
-  const payload = trigger.payload as Record<string, unknown>;
-  switch (trigger.kind) {
-    case 'mention':
-    case 'reply': {
-      const files = triggerFiles(trigger);
-      const shared = files.map((f) => `"${f.name}" (file id ${f.id}, ${f.mimetype}, ${f.size} bytes)`);
-      const attached = shared.length ? `\n[Files shared with this message: ${shared.join('; ')}. benchmark-import makes one a benchmark.]` : '';
-      return `[Slack message from <@${trigger.user_id}>]\n${boundInbound(String(payload.text ?? ''), INBOUND_LIMITS.messageText)}${attached}`;
-    }
-    case 'button':
-      return `[<@${trigger.user_id}> pressed the button "${boundInbound(String(payload.label ?? payload.actionId ?? ''), INBOUND_LIMITS.buttonLabel)}"]`;
-    case 'retry':
-      return `[<@${trigger.user_id}> asked to retry. Continue where the conversation stopped.]`;
-    default:
-      return `[${trigger.kind}] ${JSON.stringify(payload)}`;
-  }
 }
 
 export type { Chat, Turn };

@@ -1,9 +1,8 @@
 // The bot's one HTTP server: health, the platform webhook route and, in HTTP mode, Slack's requests.
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { INBOUND_LIMITS } from '../slack/limits.js';
-import type { Db } from '../store/db.js';
+import { pingDatabase, type Db } from '../store/db.js';
 
 export interface HttpServerOptions {
   db: Db;
@@ -111,18 +110,6 @@ export function refuseTooLarge(req: IncomingMessage, res: ServerResponse, limit:
   req.resume();
 }
 
-async function databaseReachable(db: Db): Promise<boolean> {
-  try {
-    await Promise.race([
-      sql`select 1`.execute(db),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
-    ]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function handleSlack(slack: RequestListener, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (req.method === 'POST') {
     const limit = INBOUND_LIMITS.requestBodyBytes;
@@ -158,7 +145,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
     if (req.method === 'GET' && path === '/healthz') {
       if (options.starting?.()) return sendJson(res, 503, { status: 'starting' });
       const socket = options.socketState?.();
-      void databaseReachable(options.db).then((ok) => {
+      void pingDatabase(options.db).then((ok) => {
         const socketOk = socket === undefined || socket === 'connected';
         const status = !ok ? 'database unreachable' : !socketOk ? `slack socket ${socket}` : 'ok';
         sendJson(res, ok && socketOk ? 200 : 503, socket === undefined ? { status } : { status, slackSocket: socket });

@@ -5,7 +5,7 @@ import type { FinishedStatus } from '../platform/contract.js';
 import { verifyWebhook, WebhookVerificationError } from '../platform/webhooks.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
-import { ingestPlatformEvents, type PlatformEventInput, type PlatformEventResult } from '../store/triggers.js';
+import { ingestPlatformEvents, type PlatformEventInput, type PlatformEventResult } from '../store/resource-events.js';
 import { readBody, sendJson } from './server.js';
 
 const MAX_WEBHOOK_BYTES = 64 * 1024;

@@ -2,13 +2,8 @@
 import type { Logger } from 'pino';
 import { isFinishedStatus, type Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
-import {
-  listOverdueResources,
-  markResourceNotified,
-  resourceEventKey,
-  updateResourceStatus,
-} from '../store/resources.js';
-import { enqueueTrigger } from '../store/triggers.js';
+import { enqueueSweptOutcome } from '../store/resource-events.js';
+import { listOverdueResources, updateResourceStatus } from '../store/resources.js';
 
 export async function reconcileOverdue(options: {
   db: Db;
@@ -21,12 +16,10 @@ export async function reconcileOverdue(options: {
   const overdue = await listOverdueResources(db, options.overdueSeconds);
   let triggered = 0;
   for (const resource of overdue) {
+    const kind = resource.kind as 'run' | 'training';
     let status: string;
     try {
-      status =
-        resource.kind === 'run'
-          ? (await platform.getRun(resource.platform_id)).status
-          : (await platform.getTraining(resource.platform_id)).status;
+      status = kind === 'run' ? (await platform.getRun(resource.platform_id)).status : (await platform.getTraining(resource.platform_id)).status;
     } catch (error) {
       logger.warn({ err: error, resourceId: resource.platform_id }, 'sweep could not read a resource; will try again');
       continue;
@@ -36,26 +29,15 @@ export async function reconcileOverdue(options: {
       await updateResourceStatus(db, resource.team_id, resource.id, { status });
       continue;
     }
-    const type = `${resource.kind}.${status}`;
-    const result = await db.transaction().execute(async (trx) => {
-      const enqueued = await enqueueTrigger(
-        trx,
-        { chatId: resource.chat_id },
-        {
-          teamId: resource.team_id,
-          kind: 'reconcile',
-          dedupeKey: resourceEventKey(resource.kind, resource.platform_id, status),
-          userId: null,
-          payload: { type, resourceKind: resource.kind, resourceId: resource.platform_id },
-        },
-        { maxAttempts: options.eventRetryAttempts },
-      );
-      await markResourceNotified(trx, resource.team_id, resource.id);
-      return enqueued;
-    });
-    if (result?.created) {
+    const result = await enqueueSweptOutcome(
+      db,
+      { teamId: resource.team_id, id: resource.id, kind, platformId: resource.platform_id },
+      status,
+      { maxAttempts: options.eventRetryAttempts },
+    );
+    if (result.created) {
       triggered += 1;
-      logger.info({ resourceId: resource.platform_id, type, teamId: resource.team_id }, 'sweep found a finished resource whose event never arrived');
+      logger.info({ resourceId: resource.platform_id, type: `${kind}.${status}`, teamId: resource.team_id }, 'sweep found a finished resource whose event never arrived');
     }
   }
   return { checked: overdue.length, triggered };

@@ -2,12 +2,9 @@
 import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
-import { BUTTON_FEEDBACK_TASK, type ButtonFeedback } from '../store/button-choices.js';
-import { RUN_TURN_TASK } from '../store/triggers.js';
+import type { ButtonFeedback } from '../store/button-choices.js';
 import { reconcileOverdue } from './reconcile.js';
-
-export const RECONCILE_TASK = 'reconcile';
-export const PUBLISH_HOME_TASK = 'publish_home';
+import { BUTTON_FEEDBACK_TASK, PUBLISH_HOME_TASK, RECONCILE_TASK, RUN_TURN_TASK } from './task-names.js';
 
 export interface TaskDeps {
   turn: TurnDeps;

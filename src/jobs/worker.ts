@@ -12,10 +12,10 @@ import {
   type WorkerUtils,
   Logger as GraphileLoggerClass,
 } from 'graphile-worker';
-import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
+import { beat, listSilentLockHolders, pruneHeartbeats } from '../store/worker-heartbeats.js';
 
 export interface WorkerHandle {
   utils: WorkerUtils;
@@ -75,37 +75,15 @@ export async function startWorker(options: {
   const glog = graphileLogger(logger);
   const utils = await makeWorkerUtils({ pgPool: options.pool, logger: glog });
 
-  const heartbeat = async () => {
-    const workerIds = [...ids];
-    if (workerIds.length === 0) return;
-    await db
-      .insertInto('worker_heartbeats')
-      .values(workerIds.map((worker_id) => ({ worker_id, process_id: processId, last_seen: new Date() })))
-      .onConflict((oc) => oc.column('worker_id').doUpdateSet({ last_seen: new Date() }))
-      .execute();
-  };
+  const heartbeat = () => beat(db, processId, [...ids]);
 
   const reapDeadWorkers = async (): Promise<string[]> => {
-    const stale = `${Math.max(1, options.staleSeconds)} seconds`;
-    const rows = await sql<{ locked_by: string }>`
-      select distinct locked_by from (
-        select locked_by, locked_at from graphile_worker._private_jobs where locked_by is not null
-        union all
-        select locked_by, locked_at from graphile_worker._private_job_queues where locked_by is not null
-      ) locks
-      where locked_at < now() - ${stale}::interval
-        and locked_by not in (
-          select worker_id from worker_heartbeats where last_seen > now() - ${stale}::interval
-        )`.execute(db);
-    const dead = rows.rows.map((r) => r.locked_by).filter((id) => !ids.has(id));
+    const dead = (await listSilentLockHolders(db, options.staleSeconds)).filter((id) => !ids.has(id));
     if (dead.length > 0) {
       logger.warn({ workers: dead }, 'unlocking jobs of workers that stopped heart-beating');
       await utils.forceUnlockWorkers(dead);
     }
-    await db
-      .deleteFrom('worker_heartbeats')
-      .where('last_seen', '<', sql<Date>`now() - interval '1 day'`)
-      .execute();
+    await pruneHeartbeats(db);
     return dead;
   };
 

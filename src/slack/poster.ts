@@ -6,6 +6,7 @@ import { createScrubber, type SecretScrubber } from '../logger.js';
 import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
 import type { Db } from '../store/db.js';
 import {
+  getPost,
   isLegacyPayload,
   markPostAttempt,
   markPostDelivered,
@@ -211,7 +212,7 @@ export class SlackPoster {
    * throws on a transient failure so the job retries.
    */
   async refreshChoices(teamId: string, postId: string): Promise<void> {
-    const post = await this.db.selectFrom('posts').selectAll().where('team_id', '=', teamId).where('id', '=', postId).executeTakeFirst();
+    const post = await getPost(this.db, teamId, postId);
     if (!post?.slack_ts) return;
     const chosen = await madeChoices(this.db, teamId, postId);
     if (chosen.length === 0) return;

@@ -1,13 +1,11 @@
 // Buttons act once: the grants a post offers, stored with it, and the one atomic claim of a click.
 import { sql } from 'kysely';
 import type { ButtonGrant } from '../agent/reply.js';
+import { BUTTON_FEEDBACK_TASK, RUN_TURN_TASK } from '../jobs/task-names.js';
 import { alreadyDoneText, type MadeChoice } from '../slack/blocks/button-choices.js';
 import type { OfferedChoice } from '../slack/blocks/reply.js';
 import type { Db } from './db.js';
 import type { Trigger } from './tables.js';
-import { RUN_TURN_TASK } from './triggers.js';
-
-export const BUTTON_FEEDBACK_TASK = 'button_feedback';
 
 /** What the button-feedback job does: update the message after a choice, or answer one person. */
 export type ButtonFeedback =

@@ -1,5 +1,5 @@
 // kysely over a pg pool, and the migrations that run on start.
-import { Kysely, Migrator, PostgresDialect, type MigrationResultSet } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type MigrationResultSet } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../../migrations/index.js';
 import { createPgPool } from './pool.js';
@@ -40,4 +40,23 @@ export async function migrateToLatest(db: Db): Promise<MigrationResultSet> {
   const result = await migrator.migrateToLatest();
   if (result.error) throw result.error instanceof Error ? result.error : new Error(String(result.error));
   return result;
+}
+
+/** Whether the database answers a trivial query within `timeoutMs` (for health checks). */
+export async function pingDatabase(db: Db, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      sql`select 1`.execute(db),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+        timer.unref();
+      }),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }

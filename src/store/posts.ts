@@ -132,3 +132,7 @@ export async function reservePostSlot(db: Db, teamId: string, channelId: string,
     returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
   return rows[0]!.wait_ms;
 }
+
+export async function getPost(db: Db, teamId: string, postId: string): Promise<Post | undefined> {
+  return db.selectFrom('posts').selectAll().where('team_id', '=', teamId).where('id', '=', postId).executeTakeFirst();
+}

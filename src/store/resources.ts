@@ -1,13 +1,7 @@
-// Platform resources (runs, datasets, trainings) a chat started, and which chat a platform event belongs to.
+// Platform resources (runs, datasets, trainings, comparisons) a chat started: recorded, updated, looked up.
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import type { FinishedStatus } from '../platform/contract.js';
 import type { Resource, ResourceKind } from './tables.js';
-
-/** One trigger per resource outcome, whether a webhook (even redelivered) or the sweep reports it. */
-export function resourceEventKey(kind: ResourceKind, platformId: string, outcome: FinishedStatus): string {
-  return `event:${kind}:${platformId}:${outcome}`;
-}
 
 export async function findResourceByPlatformId(db: Db, kind: ResourceKind, platformId: string): Promise<Resource | undefined> {
   // Platform ids are global: this lookup is how an event finds its workspace; everything after is scoped.
@@ -74,16 +68,6 @@ export async function updateResourceStatus(
     .execute();
 }
 
-export async function markResourceNotified(db: Db, teamId: string, id: string): Promise<void> {
-  await db
-    .updateTable('resources')
-    .set({ notified_at: new Date() })
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .where('notified_at', 'is', null)
-    .execute();
-}
-
 export async function listChatResources(db: Db, teamId: string, chatId: string): Promise<Resource[]> {
   return db.selectFrom('resources').selectAll().where('team_id', '=', teamId).where('chat_id', '=', chatId).orderBy('id').execute();
 }
@@ -102,16 +86,21 @@ export async function listOverdueResources(db: Db, overdueSeconds: number, limit
 }
 
 /**
- * Undoes an event that arrived before its resource finished: the resource is un-notified (the sweep
- * looks at it again) and the early trigger releases its dedupe key, so the real finish, by webhook
- * or sweep, starts a turn.
+ * The resource this very tool call launched (its tool-use id is stored in `details`), if it was
+ * recorded before the turn was interrupted.
  */
-export async function rearmResourceEvent(db: Db, teamId: string, resourceId: string, triggerId: string): Promise<void> {
-  await sql`
-    with resource as (
-      update resources set notified_at = null where team_id = ${teamId} and id = ${resourceId} returning id
-    )
-    update triggers set dedupe_key = dedupe_key || ':early:' || id::text
-    where team_id = ${teamId} and id = ${triggerId} and dedupe_key not like '%:early:%'
-  `.execute(db);
+export async function findResourceOfToolCall(
+  db: Db,
+  call: { teamId: string; chatId: string; turnId: string; toolUseId: string },
+  kind: ResourceKind,
+): Promise<Resource | undefined> {
+  return db
+    .selectFrom('resources')
+    .selectAll()
+    .where('team_id', '=', call.teamId)
+    .where('chat_id', '=', call.chatId)
+    .where('turn_id', '=', call.turnId)
+    .where('kind', '=', kind)
+    .where(sql<string>`details->>'toolUseId'`, '=', call.toolUseId)
+    .executeTakeFirst();
 }

@@ -48,3 +48,15 @@ export async function spendingInPeriod(db: Db, teamId: string, userId: string, p
 export async function lockWorkspaceSpending(trx: Db, teamId: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${`spend:${teamId}`}))`.execute(trx);
 }
+
+/** Credits a thread has spent: every launch it recorded that did not fail, charged or else estimated. */
+export async function chatSpentCredits(db: Db, teamId: string, chatId: string): Promise<number> {
+  const row = await db
+    .selectFrom('resources')
+    .select(sql<string>`coalesce(sum(coalesce(price_charged, price_estimate, 0)), 0)`.as('spent'))
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .where('status', '!=', 'failed')
+    .executeTakeFirstOrThrow();
+  return Number(row.spent);
+}

@@ -1,11 +1,9 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
-import type { FinishedStatus } from '../platform/contract.js';
+import { RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
-import { resourceEventKey } from './resources.js';
 import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
-
-export const RUN_TURN_TASK = 'run_turn';
+import { triggerFiles, type SharedFile } from './trigger-files.js';
 
 export interface TriggerInput {
   teamId: string;
@@ -29,7 +27,7 @@ export interface EnqueueResult {
 }
 
 /** Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). */
-function addJobFromInserted(maxAttempts: number) {
+export function addJobFromInserted(maxAttempts: number) {
   return sql`select graphile_worker.add_job(
       ${RUN_TURN_TASK},
       json_build_object('triggerId', inserted.id::text),
@@ -98,117 +96,6 @@ export async function enqueueTrigger(
   return { chatId: row.chat_id, triggerId: existing, created: false };
 }
 
-export type PlatformEventOutcome = 'enqueued' | 'duplicate' | 'unknown';
-
-export interface PlatformEventInput {
-  webhookId: string;
-  type: string;
-  kind: 'run' | 'training';
-  resourceId: string;
-  outcome: FinishedStatus;
-}
-
-export interface PlatformEventResult {
-  outcome: PlatformEventOutcome;
-  teamId?: string;
-  triggerId?: string;
-}
-
-/**
- * Ingests verified platform webhooks in one statement: records each id (redeliveries stop here),
- * finds the chat that launched each resource, stores one trigger per resource outcome (shared with
- * the sweep) with its job, and marks the resources notified. Results are in input order; of several
- * deliveries of one webhook id, or several ids for one resource outcome, the first is `enqueued`
- * and the others `duplicate`.
- */
-export async function ingestPlatformEvents(
-  db: Db,
-  events: readonly PlatformEventInput[],
-  options: { maxAttempts: number },
-): Promise<PlatformEventResult[]> {
-  if (events.length === 0) return [];
-  // One row per webhook id: a redelivery inside the batch is answered like one after it.
-  const firstOf = new Map<string, number>();
-  const unique: PlatformEventInput[] = [];
-  for (const event of events) {
-    if (!firstOf.has(event.webhookId)) {
-      firstOf.set(event.webhookId, unique.length);
-      unique.push(event);
-    }
-  }
-  // A synchronous commit, like Slack events': a 200 means the event is stored. Batching keeps that
-  // affordable (one WAL flush per batch rather than per delivery).
-  const result = await sql<{ ord: string; fresh: boolean; team_id: string | null; trigger_id: string | null }>`
-    with input as (
-      select * from unnest(
-        ${unique.map((e) => e.webhookId)}::text[],
-        ${unique.map((e) => e.type)}::text[],
-        ${unique.map((e) => e.kind)}::text[],
-        ${unique.map((e) => e.resourceId)}::text[],
-        ${unique.map((e) => resourceEventKey(e.kind, e.resourceId, e.outcome))}::text[]
-      ) with ordinality as i(webhook_id, type, kind, resource_id, dedupe_key, ord)
-    ),
-    receipt as (
-      -- In id order, so two batches holding the same redelivered ids lock them in the same order.
-      insert into webhook_receipts (webhook_id, type, resource_id)
-      select webhook_id, type, resource_id from input order by webhook_id
-      on conflict (webhook_id) do nothing
-      returning webhook_id
-    ),
-    res as (
-      select i.ord, i.webhook_id, i.type, i.kind, i.resource_id, i.dedupe_key, r.id, r.team_id, r.chat_id
-      from input i join resources r on r.kind = i.kind and r.platform_id = i.resource_id
-      where i.webhook_id in (select webhook_id from receipt)
-    ),
-    inserted as (
-      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
-      select distinct on (team_id, dedupe_key) team_id, chat_id, 'platform_event', dedupe_key, null,
-        jsonb_build_object('type', type, 'resourceKind', kind, 'resourceId', resource_id, 'webhookId', webhook_id)
-      from res order by team_id, dedupe_key, ord
-      on conflict on constraint triggers_dedupe do nothing
-      returning id, chat_id, team_id, dedupe_key
-    ),
-    job as (${addJobFromInserted(options.maxAttempts)}),
-    notified as (
-      update resources set notified_at = now()
-      where id in (select id from res) and notified_at is null
-      returning id
-    ),
-    counts as (
-      select (select count(*) from job) as jobs, (select count(*) from notified) as notified
-    )
-    select i.ord::text as ord,
-           i.webhook_id in (select webhook_id from receipt) as fresh,
-           res.team_id,
-           ins.id::text as trigger_id,
-           -- Selected so that the job part runs (an unread CTE is skipped).
-           counts.jobs, counts.notified
-    from input i
-    cross join counts
-    left join res on res.ord = i.ord
-    left join inserted ins on ins.team_id = res.team_id and ins.dedupe_key = res.dedupe_key
-    order by i.ord
-  `.execute(db);
-  const claimed = new Set<string>();
-  const uniqueResults = result.rows.map((row): PlatformEventResult => {
-    if (!row.fresh) return { outcome: 'duplicate' };
-    if (!row.team_id) return { outcome: 'unknown' };
-    // Several fresh ids for one resource outcome: the trigger belongs to the first.
-    if (row.trigger_id && !claimed.has(row.trigger_id)) {
-      claimed.add(row.trigger_id);
-      return { outcome: 'enqueued', teamId: row.team_id, triggerId: row.trigger_id };
-    }
-    return { outcome: 'duplicate', teamId: row.team_id };
-  });
-  if (uniqueResults.length !== unique.length) throw new Error(`ingest returned ${uniqueResults.length} rows for ${unique.length} events`);
-  const answered = new Set<string>();
-  return events.map((event): PlatformEventResult => {
-    if (answered.has(event.webhookId)) return { outcome: 'duplicate' };
-    answered.add(event.webhookId);
-    return uniqueResults[firstOf.get(event.webhookId)!]!;
-  });
-}
-
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
 export async function addTurnJob(db: Db, chatId: string, triggerId: string, maxAttempts = 25): Promise<void> {
   await sql`select graphile_worker.add_job(
@@ -250,4 +137,17 @@ export async function countTriggers(db: Db, teamId: string): Promise<number> {
     .where('team_id', '=', teamId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** The files shared with this thread's messages (mentions and replies), newest first. */
+export async function listThreadFiles(db: Db, teamId: string, chatId: string): Promise<SharedFile[]> {
+  const triggers = await db
+    .selectFrom('triggers')
+    .select(['payload'])
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .where('kind', 'in', ['mention', 'reply'])
+    .orderBy('id', 'desc')
+    .execute();
+  return triggers.flatMap((t) => triggerFiles(t));
 }

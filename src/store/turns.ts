@@ -83,3 +83,15 @@ export async function finishTurn(
 export async function getTurn(db: Db, teamId: string, turnId: string): Promise<Turn | undefined> {
   return db.selectFrom('turns').selectAll().where('team_id', '=', teamId).where('id', '=', turnId).executeTakeFirst();
 }
+
+/** The agent's cost of each turn of a chat, oldest first, with their total. */
+export async function chatTurnCosts(db: Db, teamId: string, chatId: string): Promise<{ totalUsd: number; turnsUsd: number[] }> {
+  const turns = await db
+    .selectFrom('turns')
+    .select(['cost_usd', sql<string>`sum(cost_usd) over ()`.as('total')])
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .orderBy('id')
+    .execute();
+  return { totalUsd: Number(turns[0]?.total ?? 0), turnsUsd: turns.map((t) => Number(t.cost_usd)) };
+}

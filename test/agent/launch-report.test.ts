@@ -1,7 +1,7 @@
 // Launch report wording: the finish estimate from the platform's estimated_finish_at, benchmark prices in words.
 import { describe, expect, it } from 'vitest';
 import { describePricing } from '../../src/agent/tools/benchmark-details.js';
-import { finishEstimate } from '../../src/agent/tools/shared.js';
+import { finishEstimate } from '../../src/agent/tools/launch-report.js';
 
 describe('finishEstimate', () => {
   const now = new Date('2026-12-03T14:26:10Z');

@@ -3,7 +3,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/agent/plan.js';
 import type { Reply } from '../../src/agent/reply.js';
-import { authorizeLaunch, matchPlanStep, type ButtonGrant, type LaunchIntent } from '../../src/agent/spend-guard.js';
+import { authorizeLaunch, type ButtonGrant, type LaunchIntent } from '../../src/agent/spend-guard.js';
+import { matchPlanStep } from '../../src/agent/spend-policy.js';
+import { handlerFor } from '../../src/agent/triggers/index.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
@@ -60,7 +62,7 @@ afterAll(async () => {
 function ctx(kind: TriggerKind, userId: string | null, payload: Record<string, unknown> = {}, chatPlan: Plan | null = plan): ToolContext {
   const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;
   const trigger = { id: '7', team_id: 'T1', chat_id: chatId, kind, user_id: userId, payload } as unknown as Trigger;
-  return { db: handle.db, config, chat, trigger } as unknown as ToolContext;
+  return { db: handle.db, config, chat, trigger, authority: handlerFor(kind).authority } as unknown as ToolContext;
 }
 
 /** Posts a message in the chat offering one button with this grant, and clicks it as the owner: the button trigger. */
@@ -82,7 +84,7 @@ async function clicked(value: string, chatPlan: Plan | null = null): Promise<Too
   if (claim.outcome !== 'claimed') throw new Error(`click not claimed: ${claim.outcome}`);
   const trigger = (await getTrigger(handle.db, claim.triggerId))!;
   const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;
-  return { db: handle.db, config, chat, trigger } as unknown as ToolContext;
+  return { db: handle.db, config, chat, trigger, authority: handlerFor(trigger.kind).authority } as unknown as ToolContext;
 }
 
 const train: LaunchIntent = { tool: 'dataset-build', runId: 'run_1', augmentation: 5, heldOutFraction: 0 };

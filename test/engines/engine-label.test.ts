@@ -1,6 +1,6 @@
 // Messages about work a real engine did name the engine where they said "sandbox".
 import { describe, expect, it } from 'vitest';
-import { sandboxNote } from '../../src/agent/tools/shared.js';
+import { sandboxNote } from '../../src/agent/tools/launch-report.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { renderReply } from '../../src/slack/blocks/reply.js';
 

@@ -1,7 +1,7 @@
 // Pure rules of buttons that act once: which grants a reply offers, how their values are written, how a made choice reads.
 import { describe, expect, it } from 'vitest';
 import type { ButtonGrant, Reply } from '../../src/agent/reply.js';
-import { capExceeded } from '../../src/agent/spend-guard.js';
+import { capExceeded } from '../../src/agent/spend-policy.js';
 import { ACTION_IDS, indexedActionId } from '../../src/slack/action-ids.js';
 import { alreadyDoneText, retireChosen } from '../../src/slack/blocks/button-choices.js';
 import { offeredChoices, renderReply } from '../../src/slack/blocks/reply.js';

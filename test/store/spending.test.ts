@@ -69,7 +69,7 @@ describe('spending in the cap period', () => {
     const ctxFor = async (i: number): Promise<ToolContext> => {
       const trigger = await db().insertInto('triggers').values({ team_id: 'TS3', chat_id: owner.id, kind: 'mention', dedupe_key: `m${i}`, user_id: 'UCAT', payload: '{}' }).returningAll().executeTakeFirstOrThrow();
       const turn = await db().insertInto('turns').values({ team_id: 'TS3', chat_id: owner.id, trigger_id: trigger.id, model: 'm', cost_usd: 0 }).returningAll().executeTakeFirstOrThrow();
-      return { db: db(), config, chat: owner, trigger: trigger as Trigger, turn, toolUseId: `tu${i}` } as unknown as ToolContext;
+      return { db: db(), config, chat: owner, trigger: trigger as Trigger, turn, toolUseId: `tu${i}`, authority: 'person' } as unknown as ToolContext;
     };
     const contexts = await Promise.all(Array.from({ length: 8 }, (_, i) => ctxFor(i)));
     const decisions = await Promise.all(contexts.map((c, i) => authorizeLaunch(c, intent, { credits: 10, availableCredits: 10_000 }, { toolUseId: `tu${i}` })));

@@ -5,9 +5,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
-import { resourceEventKey } from '../../src/store/resources.js';
 import { createGroupCommit } from '../../src/store/group-commit.js';
-import { ingestPlatformEvents, type PlatformEventInput } from '../../src/store/triggers.js';
+import { ingestPlatformEvents, resourceEventKey, type PlatformEventInput } from '../../src/store/resource-events.js';
 import { createTestDatabase } from '../helpers/database.js';
 
 let handle: DbHandle;

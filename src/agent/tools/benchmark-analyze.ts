@@ -1,14 +1,16 @@
 // benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison and the next steps.
-import { sql } from 'kysely';
 import { z } from 'zod';
+import { failure } from '../../errors.js';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
 import type { Platform, Run } from '../../platform/platform.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
+import { chatTurnCosts } from '../../store/turns.js';
+import { currentPlan, savePlan } from '../chat-plan.js';
 import { verdictChoices } from '../next-steps.js';
 import { updateStep } from '../plan.js';
 import type { CostLine, ReplyPart } from '../reply.js';
-import { currentPlan, requireOwnResource, savePlan } from './shared.js';
-import { defineTool, ToolError, type ToolContext } from './tool.js';
+import { requireOwnResource } from './own-resource.js';
+import { defineTool, toolError, type ToolContext } from './tool.js';
 
 const PAGE = 500;
 
@@ -70,14 +72,8 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
       estimated: r.price_estimate !== null ? Number(r.price_estimate) : null,
     });
   }
-  const turns = await ctx.db
-    .selectFrom('turns')
-    .select(['cost_usd', sql<string>`sum(cost_usd) over ()`.as('total')])
-    .where('team_id', '=', ctx.chat.team_id)
-    .where('chat_id', '=', ctx.chat.id)
-    .orderBy('id')
-    .execute();
-  return { costs, agentUsd: Number(turns[0]?.total ?? 0), agentTurnsUsd: turns.map((t) => Number(t.cost_usd)) };
+  const turns = await chatTurnCosts(ctx.db, ctx.chat.team_id, ctx.chat.id);
+  return { costs, agentUsd: turns.totalUsd, agentTurnsUsd: turns.turnsUsd };
 }
 
 function capitalize(text: string): string {
@@ -85,7 +81,7 @@ function capitalize(text: string): string {
 }
 
 function requireCompleted(run: Run): void {
-  if (run.status !== 'completed') throw new ToolError(`Run ${run.id} is ${run.status}; only completed runs can be compared.`);
+  if (run.status !== 'completed') throw toolError(failure('compare_not_completed', { id: run.id, status: run.status }));
 }
 
 export const benchmarkAnalyze = defineTool({
@@ -100,7 +96,7 @@ export const benchmarkAnalyze = defineTool({
     requireCompleted(before);
     requireCompleted(after);
     if (before.benchmarkId !== after.benchmarkId) {
-      throw new ToolError(`Runs ${before.id} and ${after.id} are on different benchmarks (${before.benchmarkId}, ${after.benchmarkId}).`);
+      throw toolError(failure('compare_other_benchmarks', { before: before.id, after: after.id, beforeBenchmark: before.benchmarkId, afterBenchmark: after.benchmarkId }));
     }
     const [benchmark, afterModel, beforeOutcomes, afterOutcomes] = await Promise.all([
       ctx.platform.getBenchmark(before.benchmarkId),

@@ -2,10 +2,11 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
+import { failure } from '../../errors.js';
 import { isPlatformError } from '../../platform/errors.js';
-import type { Trigger } from '../../store/tables.js';
-import { triggerFiles, type SharedFile } from '../../store/trigger-files.js';
-import { defineTool, ToolError, type ToolContext } from './tool.js';
+import type { SharedFile } from '../../store/trigger-files.js';
+import { listThreadFiles } from '../../store/triggers.js';
+import { defineTool, toolError, type ToolContext } from './tool.js';
 
 /** Largest benchmark file imported from Slack (the platform accepts uploads up to 10 MB). */
 export const MAX_IMPORT_BYTES = 10_000_000;
@@ -33,30 +34,17 @@ function allowedHost(url: URL, ctx: ToolContext): boolean {
   return api !== undefined && new URL(api).host === url.host;
 }
 
-/** The shared files of this thread's messages, newest first. */
-async function threadFiles(ctx: ToolContext): Promise<SharedFile[]> {
-  const triggers = await ctx.db
-    .selectFrom('triggers')
-    .select(['payload'])
-    .where('team_id', '=', ctx.chat.team_id)
-    .where('chat_id', '=', ctx.chat.id)
-    .where('kind', 'in', ['mention', 'reply'])
-    .orderBy('id', 'desc')
-    .execute();
-  return triggers.flatMap((t) => triggerFiles(t as Pick<Trigger, 'payload'>));
-}
-
 async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
   if (file.size > MAX_IMPORT_BYTES) {
-    throw new ToolError(`The file "${file.name}" is ${file.size} bytes; benchmark files up to ${MAX_IMPORT_BYTES} bytes are imported.`);
+    throw toolError(failure('import_too_large', { name: file.name, size: file.size, limit: MAX_IMPORT_BYTES }));
   }
   let url: URL;
   try {
     url = new URL(file.url_private_download);
   } catch {
-    throw new ToolError(`Slack gave no usable download link for "${file.name}".`);
+    throw toolError(failure('import_no_link', { name: file.name }));
   }
-  if (!allowedHost(url, ctx)) throw new ToolError(`The download link of "${file.name}" is not on Slack (${url.host}); it was not fetched.`);
+  if (!allowedHost(url, ctx)) throw toolError(failure('import_not_on_slack', { name: file.name, host: url.host }));
   let response;
   try {
     response = await request(url, {
@@ -65,13 +53,12 @@ async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
       signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS),
     });
   } catch (error) {
-    throw new ToolError(`Downloading "${file.name}" from Slack failed: ${(error as Error).message}. Ask the person to share it again.`);
+    throw toolError(failure('import_download_failed', { name: file.name, cause: (error as Error).message }));
   }
   const type = String(response.headers['content-type'] ?? '');
   if (response.statusCode !== 200 || type.startsWith('text/html')) {
     await response.body.dump();
-    const why = response.statusCode === 200 ? 'Slack answered with its sign-in page (the app needs the files:read scope, and the file must be shared where the bot is)' : `Slack answered HTTP ${response.statusCode}`;
-    throw new ToolError(`Could not download "${file.name}": ${why}.`);
+    throw toolError(failure('import_download_refused', { name: file.name, status: response.statusCode }));
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -79,14 +66,14 @@ async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
     size += (chunk as Buffer).length;
     if (size > MAX_IMPORT_BYTES) {
       response.body.destroy();
-      throw new ToolError(`The file "${file.name}" is over ${MAX_IMPORT_BYTES} bytes; benchmark files up to that size are imported.`);
+      throw toolError(failure('import_too_large', { name: file.name, size: null, limit: MAX_IMPORT_BYTES }));
     }
     chunks.push(chunk as Buffer);
   }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
   } catch {
-    throw new ToolError(`The file "${file.name}" is not UTF-8 text; a benchmark file is JSONL text, one JSON object a line.`);
+    throw toolError(failure('import_not_utf8', { name: file.name }));
   }
 }
 
@@ -100,11 +87,11 @@ export const benchmarkImport = defineTool({
     benchmarkId: z.string().regex(ID_PATTERN).optional().describe('Benchmark id to store it under; default from the file name'),
   }),
   run: async ({ fileId, benchmarkId }, ctx) => {
-    const files = await threadFiles(ctx);
+    const files = await listThreadFiles(ctx.db, ctx.chat.team_id, ctx.chat.id);
     const file = files.find((f) => f.id === fileId);
     if (!file) {
       const known = files.map((f) => `${f.id} "${f.name}"`).join(', ');
-      throw new ToolError(`No file ${fileId} was shared in this thread.${known ? ` Shared here: ${known}.` : ' Ask the person to share the file in this thread.'}`);
+      throw toolError(failure('import_not_shared', { fileId, known }));
     }
     const content = await download(file, ctx);
     const base = benchmarkId ?? benchmarkIdFromFileName(file.name);
@@ -114,7 +101,7 @@ export const benchmarkImport = defineTool({
       benchmark = await upload(base);
     } catch (error) {
       if (!isPlatformError(error) || error.status !== 409 || benchmarkId !== undefined) {
-        if (isPlatformError(error) && error.code === 'invalid_request') throw new ToolError(error.message.replace(/^POST \S+: /, ''));
+        if (isPlatformError(error) && error.code === 'invalid_request') throw toolError(failure('import_invalid', { detail: error.message.replace(/^POST \S+: /, '') }));
         throw error;
       }
       // The name is taken by other questions: this file's content picks a stable id of its own.

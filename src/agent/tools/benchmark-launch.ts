@@ -5,7 +5,8 @@ import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, launchOutlook, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
+import { launchedByThisCall, recordLaunch, resumeLaunch } from './launch-record.js';
+import { balanceAfterLaunch, launchOutlook, sandboxNote } from './launch-report.js';
 import { defineTool } from './tool.js';
 
 export const benchmarkLaunch = defineTool({

@@ -1,8 +1,10 @@
 // dataset-build: a training set from a run's failed questions (augmented, optionally with a held-out split).
 import { z } from 'zod';
+import { currentPlan } from '../chat-plan.js';
 import { authorizeLaunch } from '../spend-guard.js';
+import { launchedByThisCall, recordLaunch, resumeLaunch } from './launch-record.js';
 import { refusalResult } from './launch-refusal.js';
-import { currentPlan, launchedByThisCall, recordLaunch, resumeLaunch, requireOwnResource } from './shared.js';
+import { requireOwnResource } from './own-resource.js';
 import { defineTool } from './tool.js';
 
 export const datasetBuild = defineTool({

@@ -1,9 +1,10 @@
 // plan-set: records the steps the person agreed to, so event-woken turns may carry them out.
 import { z } from 'zod';
-import { mayApprove } from '../spend-guard.js';
+import { failure } from '../../errors.js';
+import { currentPlan, savePlan } from '../chat-plan.js';
 import { describePlan, PLAN_STEP_KINDS, type Plan } from '../plan.js';
-import { currentPlan, savePlan } from './shared.js';
-import { defineTool, ToolError } from './tool.js';
+import { mayApprove } from '../spend-guard.js';
+import { defineTool, toolError } from './tool.js';
 
 export const planSet = defineTool({
   name: 'plan-set',
@@ -18,25 +19,21 @@ export const planSet = defineTool({
     baselineRunId: z.string().optional(),
   }),
   run: async (input, ctx) => {
-    if (ctx.trigger.kind !== 'mention' && ctx.trigger.kind !== 'reply') {
-      throw new ToolError('A plan can only be set from a person\'s own message, not from a platform event or a button.');
-    }
-    if (!mayApprove(ctx, ctx.trigger.user_id)) {
-      throw new ToolError(`Only <@${ctx.chat.owner_user_id}>, who started this thread, or an admin can set a plan here.`);
-    }
+    if (ctx.authority !== 'person') throw toolError(failure('plan_not_from_message'));
+    if (!mayApprove(ctx, ctx.trigger.user_id)) throw toolError(failure('plan_not_owner', { ownerUserId: ctx.chat.owner_user_id }));
     const existing = currentPlan(ctx);
     // This call recorded it before the turn was interrupted (its result never stored): say so again.
     if (existing && ctx.toolUseId && existing.setByToolUseId === ctx.toolUseId) {
       return { content: `Plan recorded:\n${describePlan(existing)}` };
     }
     if (existing && existing.steps.some((s) => s.status === 'launched')) {
-      throw new ToolError('A plan is already running in this thread; wait for its current step to finish.');
+      throw toolError(failure('plan_running'));
     }
     const order = PLAN_STEP_KINDS.filter((k) => input.steps.includes(k));
     const steps: Plan['steps'] = order.map((kind) => ({ kind, status: 'pending', attempt: 1 }));
     if (input.baselineRunId) {
       const run = await ctx.platform.getRun(input.baselineRunId);
-      if (run.status !== 'completed') throw new ToolError(`Run ${run.id} is ${run.status}, not completed.`);
+      if (run.status !== 'completed') throw toolError(failure('run_not_completed', { id: run.id, status: run.status }));
       steps.unshift({ kind: 'baseline_run', status: 'completed', attempt: 1, runId: run.id });
       const seen = new Set<string>();
       steps.splice(0, steps.length, ...steps.filter((s) => (seen.has(s.kind) ? false : (seen.add(s.kind), true))));

@@ -1,7 +1,7 @@
 // run-status: a run's status, score per category and price, compactly.
 import { z } from 'zod';
 import type { Run } from '../../platform/platform.js';
-import { pct, requireOwnResource } from './shared.js';
+import { requireOwnResource } from './own-resource.js';
 import { defineTool } from './tool.js';
 
 export const runStatus = defineTool({
@@ -14,6 +14,10 @@ export const runStatus = defineTool({
     return { content: describeRun(run) };
   },
 });
+
+function pct(rate: number | null | undefined): string {
+  return rate === null || rate === undefined ? 'n/a' : `${(rate * 100).toFixed(1)}%`;
+}
 
 export function describeRun(run: Run): string {
   const parts = [`Run ${run.id} (benchmark ${run.benchmarkId}, model ${run.modelId}): ${run.status}`];

@@ -6,6 +6,7 @@ import type { Platform } from '../../platform/platform.js';
 import type { Db } from '../../store/db.js';
 import type { Chat, Trigger, Turn } from '../../store/tables.js';
 import type { ReplyPart } from '../reply.js';
+import type { SpendAuthority } from '../spend-policy.js';
 
 export interface ToolContext {
   db: Db;
@@ -19,6 +20,8 @@ export interface ToolContext {
   chat: Chat;
   turn: Turn;
   trigger: Trigger;
+  /** What the turn's trigger may authorize (its handler says): the plan's next step, a button's action, or a person's request. */
+  authority: SpendAuthority;
   /** The id of the tool call being run; stable across a crash-and-resume of the turn. */
   toolUseId?: string;
 }
@@ -47,6 +50,11 @@ export class ToolError extends Error {
     super(message);
     this.name = 'ToolError';
   }
+}
+
+/** A failure of the catalogue (src/errors.ts), thrown to the model. */
+export function toolError(failed: { code: string; message: string }): ToolError {
+  return new ToolError(failed.message, failed.code);
 }
 
 export function defineTool<Input>(tool: AgentTool<Input>): AgentTool<Input> {

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { authorizeLaunch } from '../spend-guard.js';
 import { refusalResult } from './launch-refusal.js';
-import { balanceAfterLaunch, launchedByThisCall, launchOutlook, recordLaunch, resumeLaunch, sandboxNote } from './shared.js';
+import { launchedByThisCall, recordLaunch, resumeLaunch } from './launch-record.js';
+import { balanceAfterLaunch, launchOutlook, sandboxNote } from './launch-report.js';
 import { defineTool } from './tool.js';
 
 export const trainingLaunch = defineTool({

@@ -1,7 +1,7 @@
 // training-status: a LoRA training job's status, progress, price and produced model.
 import { z } from 'zod';
 import type { TrainingJob } from '../../platform/platform.js';
-import { requireOwnResource } from './shared.js';
+import { requireOwnResource } from './own-resource.js';
 import { defineTool } from './tool.js';
 
 export const trainingStatus = defineTool({

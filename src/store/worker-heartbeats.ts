@@ -1,0 +1,40 @@
+// Worker heartbeats: which job workers are alive, and which hold job locks without beating (crashed).
+import { sql } from 'kysely';
+import type { Db } from './db.js';
+
+/** Records that these workers of this process are alive now. */
+export async function beat(db: Db, processId: string, workerIds: readonly string[]): Promise<void> {
+  if (workerIds.length === 0) return;
+  await db
+    .insertInto('worker_heartbeats')
+    .values(workerIds.map((worker_id) => ({ worker_id, process_id: processId, last_seen: new Date() })))
+    .onConflict((oc) => oc.column('worker_id').doUpdateSet({ last_seen: new Date() }))
+    .execute();
+}
+
+/**
+ * Workers holding a job or queue lock older than `staleSeconds` that have not beaten within it: their
+ * process died with the lock (graphile-worker's own tables are read here, as nowhere else).
+ */
+export async function listSilentLockHolders(db: Db, staleSeconds: number): Promise<string[]> {
+  const stale = `${Math.max(1, staleSeconds)} seconds`;
+  const rows = await sql<{ locked_by: string }>`
+    select distinct locked_by from (
+      select locked_by, locked_at from graphile_worker._private_jobs where locked_by is not null
+      union all
+      select locked_by, locked_at from graphile_worker._private_job_queues where locked_by is not null
+    ) locks
+    where locked_at < now() - ${stale}::interval
+      and locked_by not in (
+        select worker_id from worker_heartbeats where last_seen > now() - ${stale}::interval
+      )`.execute(db);
+  return rows.rows.map((r) => r.locked_by);
+}
+
+/** Forgets heartbeats older than a day. */
+export async function pruneHeartbeats(db: Db): Promise<void> {
+  await db
+    .deleteFrom('worker_heartbeats')
+    .where('last_seen', '<', sql<Date>`now() - interval '1 day'`)
+    .execute();
+}
