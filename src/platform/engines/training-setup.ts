@@ -25,6 +25,7 @@ export function trainingFromConfig(
         promptStyle: engines.promptStyle,
         pollMs: engines.togetherPollMs,
         maxPollMs: engines.togetherMaxPollMs,
+        modelMap: engines.togetherModelMap,
         logger,
       })
     : createPytorchTrainer({
