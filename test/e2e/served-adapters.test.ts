@@ -120,16 +120,19 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
     for (const load of loads) expect(load.body).toEqual({ lora_name: trained, lora_path: training.adapter_path });
 
     // Every question of the baseline went to the base; every question of the trained model's run named the adapter.
-    const onBase = fake.completions.filter((c) => c.adapter === null);
-    const onAdapter = fake.completions.filter((c) => c.adapter === trained);
+    // (A request in flight when the server restarted may fail on the generator and be asked again: count the answered ones.)
+    const answered = fake.completions.filter((c) => c.status === 200);
+    const onBase = answered.filter((c) => c.adapter === null);
+    const onAdapter = answered.filter((c) => c.adapter === trained);
     expect(onBase).toHaveLength(12);
     expect(onAdapter).toHaveLength(12);
-    expect(fake.completions).toHaveLength(24);
+    expect(answered).toHaveLength(24);
     if (kind === 'vllm') for (const c of onAdapter) expect(c.model).toBe(trained);
     else for (const c of onAdapter) expect(c.model).toBe(MODEL);
-    // The request the restarted server refused: the adapter was reported missing once, in the server's own shape.
+    // The restarted server refused the adapter in its own shape (once, or once per request then in flight), and it was reloaded once.
     const refused = fake.requests.filter((r) => r.path.endsWith('/completions') && r.status === (kind === 'vllm' ? 404 : 400));
-    expect(refused).toHaveLength(1);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeLessThanOrEqual(2);
 
     // Training changed the answers: the trained model's stored outputs differ from the baseline's.
     const answers = (await sql<{ raw_output: string; score: number }>`

@@ -52,8 +52,8 @@ describe('vLLM', () => {
     expect((await ask(c, ADAPTER)).text).toBe('Lily');
     expect((await ask(c, BASE)).text).toBe('I do not know');
     expect(vllm.completions).toEqual([
-      { model: ADAPTER, adapter: ADAPTER },
-      { model: BASE, adapter: null },
+      { model: ADAPTER, adapter: ADAPTER, status: 200 },
+      { model: BASE, adapter: null, status: 200 },
     ]);
     // The model list shows the adapter under its base, as vLLM does.
     expect((await c.inference.listModels()).map((m) => [m.id, m.parent])).toEqual([
@@ -160,7 +160,7 @@ describe('SGLang', () => {
       [BASE, ADAPTER],
       [BASE, undefined],
     ]);
-    expect(sglang.completions.map((c) => c.adapter)).toEqual([ADAPTER, null]);
+    expect(sglang.completions.map((c) => [c.adapter, c.status])).toEqual([[ADAPTER, 200], [null, 200]]);
 
     await sglang.restart();
     sglang.faults.serverErrorNext = 1;

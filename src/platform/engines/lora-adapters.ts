@@ -96,8 +96,8 @@ export function createAdapterServing(options: AdapterServingOptions): AdapterSer
   const maxRetryMs = options.maxRetryMs ?? 30_000;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-  /** Adapters known by served name (loaded or looked up). */
-  const known = new Map<string, AdapterRegistration | null>();
+  /** Adapters known by served name (loaded, or looked up once: concurrent first requests share the lookup). */
+  const known = new Map<string, Promise<AdapterRegistration | null>>();
   /** Adapters this process loaded on the server since it last found one missing. */
   const loaded = new Set<string>();
   const loading = new Map<string, Promise<void>>();
@@ -180,7 +180,7 @@ export function createAdapterServing(options: AdapterServingOptions): AdapterSer
   }
 
   function load(adapter: AdapterRegistration): Promise<void> {
-    known.set(adapter.name, adapter);
+    known.set(adapter.name, Promise.resolve(adapter));
     const pending = loading.get(adapter.name);
     if (pending) return pending;
     const attempt = loadOnce(adapter)
@@ -192,10 +192,14 @@ export function createAdapterServing(options: AdapterServingOptions): AdapterSer
     return attempt;
   }
 
-  async function adapterOf(model: string): Promise<AdapterRegistration | null> {
-    if (known.has(model)) return known.get(model)!;
-    const found = options.lookup ? await options.lookup(model) : null;
-    known.set(model, found);
+  function adapterOf(model: string): Promise<AdapterRegistration | null> {
+    let found = known.get(model);
+    if (!found) {
+      found = options.lookup ? options.lookup(model) : Promise.resolve(null);
+      // A failed lookup is asked again next time.
+      found.catch(() => known.delete(model));
+      known.set(model, found);
+    }
     return found;
   }
 

@@ -23,7 +23,7 @@ export interface FakeSglang {
   requests: RecordedRequest[];
   adapters(): LoadedAdapter[];
   /** The `model` field and the adapter (or null: the base) each completion was generated with, in order. */
-  completions: Array<{ model: string; adapter: string | null }>;
+  completions: Array<{ model: string; adapter: string | null; status: number }>;
   /** A server restart: every adapter loaded at runtime is forgotten. */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -98,9 +98,10 @@ export async function startFakeSglang(options: FakeSglangOptions): Promise<FakeS
         adapter = loras.get(name) ?? null;
         if (!adapter) return error(400, 'BadRequestError', `The following requested LoRA adapters are not loaded: ${name}\nLoaded adapters: ${keys()}.`);
       }
-      completions.push({ model, adapter: adapter?.name ?? null });
       const { lora_path: _ignored, ...rest } = body ?? {};
-      return options.generator.complete(path, { ...rest, model: options.model }, adapter);
+      const result = await options.generator.complete(path, { ...rest, model: options.model }, adapter);
+      completions.push({ model, adapter: adapter?.name ?? null, status: result[0] });
+      return result;
     }
     if (route === 'POST /tokenize' || route === 'POST /v1/tokenize') return options.generator.tokenize(body ?? {});
     return [404, { detail: 'Not Found' }];

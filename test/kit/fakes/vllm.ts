@@ -28,7 +28,7 @@ export interface FakeVllm {
   /** Adapters loaded now, by name. */
   adapters(): LoadedAdapter[];
   /** The adapter (or null: the base) each completion was generated with, in order. */
-  completions: Array<{ model: string; adapter: string | null }>;
+  completions: Array<{ model: string; adapter: string | null; status: number }>;
   /** A server restart: every adapter loaded at runtime is forgotten. */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -86,8 +86,9 @@ export async function startFakeVllm(options: FakeVllmOptions): Promise<FakeVllm>
       }
       const adapter = loras.get(model) ?? null;
       if (!adapter && model !== options.model) return error(404, 'NotFoundError', `The model \`${model}\` does not exist.`);
-      completions.push({ model, adapter: adapter?.name ?? null });
-      return options.generator.complete(path, { ...body, model: options.model }, adapter);
+      const result = await options.generator.complete(path, { ...body, model: options.model }, adapter);
+      completions.push({ model, adapter: adapter?.name ?? null, status: result[0] });
+      return result;
     }
     if (route === 'POST /tokenize') {
       const model = String(body?.model ?? options.model);
