@@ -15,7 +15,7 @@ const ADAPTER = 'ft/Qwen2.5-0.5B-Instruct-lora-3001';
 /** The base model does not know; the trained adapter answers "Lily". */
 const answer = (adapter: string | null) => (adapter === ADAPTER ? 'Lily' : 'I do not know');
 
-let servers: Array<FakeVllm | FakeSglang> = [];
+const servers: Array<FakeVllm | FakeSglang> = [];
 afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
