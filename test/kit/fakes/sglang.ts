@@ -101,6 +101,8 @@ export async function startFakeSglang(options: FakeSglangOptions): Promise<FakeS
       const { lora_path: _ignored, ...rest } = body ?? {};
       const result = await options.generator.complete(path, { ...rest, model: options.model }, adapter);
       completions.push({ model, adapter: adapter?.name ?? null, status: result[0] });
+      // A request in flight when the server restarted loses its connection on a real server: a 503 here, retried by clients.
+      if (result[0] !== 200 && adapter && !loras.has(adapter.name)) return error(503, 'InternalServerError', 'The server restarted while generating');
       return result;
     }
     if (route === 'POST /tokenize' || route === 'POST /v1/tokenize') return options.generator.tokenize(body ?? {});

@@ -88,6 +88,8 @@ export async function startFakeVllm(options: FakeVllmOptions): Promise<FakeVllm>
       if (!adapter && model !== options.model) return error(404, 'NotFoundError', `The model \`${model}\` does not exist.`);
       const result = await options.generator.complete(path, { ...body, model: options.model }, adapter);
       completions.push({ model, adapter: adapter?.name ?? null, status: result[0] });
+      // A request in flight when the server restarted loses its connection on a real server: a 503 here, retried by clients.
+      if (result[0] !== 200 && adapter && !loras.has(adapter.name)) return error(503, 'InternalServerError', 'The server restarted while generating');
       return result;
     }
     if (route === 'POST /tokenize') {
