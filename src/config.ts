@@ -167,6 +167,14 @@ const ENGINE_ENV = {
         message: 'must be chat or completion (how to ask a model the endpoint does not say has a chat template)',
       })
       .transform((v) => (v ?? 'chat') as 'chat' | 'completion'),
+    INFERENCE_SERVER: optionalString
+      .refine((v) => v === undefined || ['auto', 'vllm', 'sglang', 'openai'].includes(v), {
+        message: 'must be auto, vllm, sglang or openai (which server INFERENCE_URL is, for loading trained adapters)',
+      })
+      .transform((v) => (v ?? 'auto') as 'auto' | 'vllm' | 'sglang' | 'openai'),
+    INFERENCE_ADAPTERS_DIR: optionalString.refine((v) => v === undefined || path.isAbsolute(v), {
+      message: 'must be an absolute path: the adapters folder as the inference server sees it',
+    }),
     ENGINE_THREADS: positiveInt(os.availableParallelism()).refine((v) => v >= 1, { message: 'must be at least 1' }),
     INFERENCE_CONCURRENCY: positiveInt(4).refine((v) => v >= 1, { message: 'must be at least 1' }),
     INFERENCE_TIMEOUT_MS: positiveInt(120_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
@@ -184,6 +192,20 @@ const ENGINE_ENV = {
     TOGETHER_POLL_MS: positiveInt(5_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
     TOGETHER_MAX_POLL_MS: positiveInt(60_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
     ...RAY_ENV,
+    TOGETHER_MODEL_MAP: optionalString
+      .transform((v, ctx) => {
+        if (v === undefined) return {};
+        try {
+          const map = JSON.parse(v) as unknown;
+          if (map && typeof map === 'object' && !Array.isArray(map) && Object.values(map).every((name) => typeof name === 'string' && name !== '')) {
+            return map as Record<string, string>;
+          }
+        } catch {
+          // reported below
+        }
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object from our model ids to Together model names, e.g. {"stories260K":"togethercomputer/Tiny-Stories-Instruct"}' });
+        return z.NEVER;
+      }),
 };
 
 const EnvSchema = z
@@ -329,6 +351,8 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     inferenceUrl: e.INFERENCE_URL ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR ? (e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL) : undefined),
     inferenceApiKey: e.INFERENCE_API_KEY ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR && !e.INFERENCE_URL ? e.TOGETHER_API_KEY : undefined),
     promptStyle: e.INFERENCE_PROMPT_STYLE,
+    inferenceServer: e.INFERENCE_SERVER,
+    inferenceAdaptersDir: e.INFERENCE_ADAPTERS_DIR,
     threads: e.ENGINE_THREADS,
     concurrency: e.INFERENCE_CONCURRENCY,
     timeoutMs: e.INFERENCE_TIMEOUT_MS,
@@ -355,6 +379,7 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
           maxPollMs: Math.max(e.RAY_POLL_MS, e.RAY_MAX_POLL_MS),
         }
       : undefined,
+    togetherModelMap: e.TOGETHER_MODEL_MAP,
   };
 }
 
@@ -365,6 +390,10 @@ export interface EngineConfig {
   inferenceUrl: string | undefined;
   inferenceApiKey: string | undefined;
   promptStyle: 'chat' | 'completion';
+  /** Which server INFERENCE_URL is, for loading trained adapters; auto = from `GET /v1/models`. */
+  inferenceServer: 'auto' | 'vllm' | 'sglang' | 'openai';
+  /** The adapters folder as the inference server sees it; unset = the platform's own path. */
+  inferenceAdaptersDir: string | undefined;
   threads: number;
   concurrency: number;
   timeoutMs: number;
@@ -384,6 +413,8 @@ export interface EngineConfig {
   /** First and longest interval between two status polls of a Together job (backoff doubles while nothing changes). */
   togetherPollMs: number;
   togetherMaxPollMs: number;
+  /** Our model ids to Together's model names, for trainings of a model served elsewhere. */
+  togetherModelMap: Record<string, string>;
   /** Set (`RAY_ADDRESS`) = trainings are the bundled trainer as Ray jobs on that cluster. */
   ray: RayConfig | undefined;
 }

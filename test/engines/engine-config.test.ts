@@ -48,5 +48,19 @@ describe('engine configuration', () => {
     expect(messageOf({ ENGINE_THREADS: 'two' })).toMatch(/^Configuration error: ENGINE_THREADS must be a non-negative integer/);
     expect(messageOf({ INFERENCE_API_KEY: 'sk-x' })).toMatch(/^Configuration error: INFERENCE_API_KEY is set but INFERENCE_URL is not/);
     expect(() => loadEngineConfig({ INFERENCE_API_KEY: 'sk-x' })).toThrow(/INFERENCE_API_KEY is set but INFERENCE_URL is not/);
+    expect(messageOf({ INFERENCE_SERVER: 'tgi' })).toBe(
+      'Configuration error: INFERENCE_SERVER must be auto, vllm, sglang or openai (which server INFERENCE_URL is, for loading trained adapters)',
+    );
+    expect(messageOf({ INFERENCE_ADAPTERS_DIR: 'adapters' })).toBe(
+      'Configuration error: INFERENCE_ADAPTERS_DIR must be an absolute path: the adapters folder as the inference server sees it',
+    );
+  });
+
+  it('passes which server INFERENCE_URL is and its adapters folder to the engine; auto by default', () => {
+    const url = { INFERENCE_URL: 'http://gpu:8000' };
+    expect(inferenceFromConfig(loadConfig({ ...base, ...url }).engines)).toMatchObject({ server: 'auto' });
+    expect(inferenceFromConfig(loadConfig({ ...base, ...url }).engines)).not.toHaveProperty('serverAdaptersDir');
+    const sglang = loadConfig({ ...base, ...url, INFERENCE_SERVER: 'sglang', INFERENCE_ADAPTERS_DIR: '/mnt/adapters' });
+    expect(inferenceFromConfig(sglang.engines)).toMatchObject({ server: 'sglang', serverAdaptersDir: '/mnt/adapters' });
   });
 });

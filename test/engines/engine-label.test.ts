@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { sandboxNote } from '../../src/agent/tools/launch-report.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
+import { endpointLabel } from '../../src/platform/engines/engine-setup.js';
 import { renderReply } from '../../src/slack/blocks/reply.js';
 
 const ctx = (sandbox: boolean, engine: string | null) => ({ sandbox, engine }) as unknown as ToolContext;
@@ -21,5 +22,12 @@ describe('engine label in messages', () => {
     expect(real).not.toMatch(/sandbox/i);
     const simulated = JSON.stringify(renderReply({ to: 'U1', text: 'Launched.', parts: [], origin: { kind: 'sandbox' } }).blocks);
     expect(simulated).toContain('Sandbox platform: simulated');
+  });
+
+  it('an endpoint is named by its server when INFERENCE_SERVER says which, else as an OpenAI-compatible endpoint', () => {
+    expect(endpointLabel('http://gpu:8000/v1', 'vllm')).toBe('vLLM at gpu:8000');
+    expect(endpointLabel('http://gpu:30000', 'sglang')).toBe('SGLang at gpu:30000');
+    expect(endpointLabel('http://gpu:8000')).toBe('OpenAI-compatible endpoint gpu:8000');
+    expect(endpointLabel('http://gpu:8000', 'openai')).toBe('OpenAI-compatible endpoint gpu:8000');
   });
 });

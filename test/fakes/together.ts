@@ -224,6 +224,9 @@ export async function startFakeTogether(options: FakeTogetherOptions = {}): Prom
         : { index: 0, text: output, finish_reason: 'stop' };
       return [200, { id: `chat-${++seq}`, object: messages ? 'chat.completion' : 'text_completion', created: Math.floor(Date.now() / 1000), model, choices: [choice], usage }];
     }
+    if (route === 'GET /v1/fine-tunes/models/supported') {
+      return [200, { models, detailed_models: models.map((name) => ({ name, lora: true, full_training: true })) }];
+    }
     if (route === 'GET /v1/files') {
       return [200, { object: 'list', data: [...files.values()].map(({ content: _content, ...file }) => ({ ...file, object: 'file', FileType: 'jsonl' })) }];
     }

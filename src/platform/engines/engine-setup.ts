@@ -5,8 +5,11 @@ import { renderPrompt, scoreAnswer } from '../benchmarks/index.js';
 import type { RunItem } from '../sandbox/answers.js';
 import { findBenchmark, questionAt } from '../sandbox/catalogue.js';
 import type { SandboxLogger } from '../sandbox/context.js';
+import type pg from 'pg';
 import { createOpenAiInference, type InferenceEngine, type PromptStyle } from './inference.js';
 import { startLlamaServer } from './llama-server.js';
+import { createAdapterServing, type AdapterServing, type InferenceServerSetting } from './lora-adapters.js';
+import type { AdapterRegistration } from './training-supervisor.js';
 
 export interface InferenceEngineSetup {
   url?: string;
@@ -18,11 +21,31 @@ export interface InferenceEngineSetup {
   timeoutMs?: number;
   retries?: number;
   retryBaseDelayMs?: number;
+  /** Which server `url` is (`INFERENCE_SERVER`); default auto. */
+  server?: InferenceServerSetting;
+  /** The adapters folder as the server at `url` sees it (`INFERENCE_ADAPTERS_DIR`); unset = the platform's own path. */
+  serverAdaptersDir?: string;
 }
 
-/** The label of an endpoint we know only by its URL. */
-export function endpointLabel(url: string): string {
-  return `OpenAI-compatible endpoint ${new URL(url).host}`;
+/** The label of an endpoint we know only by its URL (and the server kind when configured). */
+export function endpointLabel(url: string, server: InferenceServerSetting = 'auto'): string {
+  const host = new URL(url).host;
+  if (server === 'vllm') return `vLLM at ${host}`;
+  if (server === 'sglang') return `SGLang at ${host}`;
+  return `OpenAI-compatible endpoint ${host}`;
+}
+
+/** A trained model's adapter, by the name runs ask for, from the platform's models (null: not a trained adapter). */
+export function adapterLookup(pool: pg.Pool): (name: string) => Promise<AdapterRegistration | null> {
+  return async (name) => {
+    const result = await pool.query<{ id: string; adapter_path: string; base_model_id: string }>(
+      `SELECT id, adapter_path, base_model_id FROM sandbox.models
+        WHERE id = $1 AND kind = 'fine_tuned' AND adapter_path IS NOT NULL`,
+      [name],
+    );
+    const row = result.rows[0];
+    return row ? { name: row.id, path: row.adapter_path, baseModelId: row.base_model_id } : null;
+  };
 }
 
 /**
@@ -33,22 +56,39 @@ export function endpointLabel(url: string): string {
 export async function startInferenceEngine(
   setup: InferenceEngineSetup,
   logger: SandboxLogger,
-): Promise<{ inference: InferenceEngine; /** The endpoint root (engineer T: adapters are loaded there). */ url: string; close(): Promise<void> }> {
+  extras: { lookupAdapter?: (name: string) => Promise<AdapterRegistration | null> } = {},
+): Promise<{
+  /** Runs go here; requests on a trained model name its adapter the server's way. */
+  inference: InferenceEngine;
+  /** The endpoint root. */
+  url: string;
+  /** Loads produced adapters on the endpoint. */
+  adapters: AdapterServing;
+  close(): Promise<void>;
+}> {
   const client = {
     ...(setup.timeoutMs !== undefined ? { timeoutMs: setup.timeoutMs } : {}),
     ...(setup.retries !== undefined ? { retries: setup.retries } : {}),
     ...(setup.retryBaseDelayMs !== undefined ? { retryBaseDelayMs: setup.retryBaseDelayMs } : {}),
     connections: Math.max(4, (setup.concurrency ?? 4) * 2),
   };
+  const lookup = extras.lookupAdapter ? { lookup: extras.lookupAdapter } : {};
   if (setup.url) {
     const inference = createOpenAiInference({
       baseUrl: setup.url,
-      label: endpointLabel(setup.url),
+      label: endpointLabel(setup.url, setup.server),
       ...(setup.apiKey ? { apiKey: setup.apiKey } : {}),
       ...(setup.promptStyle ? { promptStyle: setup.promptStyle } : {}),
       ...client,
     });
-    return { inference, url: setup.url, close: () => inference.close() };
+    const adapters = createAdapterServing({
+      baseUrl: setup.url,
+      ...(setup.apiKey ? { apiKey: setup.apiKey } : {}),
+      server: setup.server ?? 'auto',
+      ...(setup.serverAdaptersDir ? { serverAdaptersDir: setup.serverAdaptersDir } : {}),
+      ...lookup,
+    });
+    return { inference: adapters.wrap(inference), url: setup.url, adapters, close: () => inference.close() };
   }
   if (!setup.modelsDir) throw new Error('a real inference engine needs either an endpoint URL or a models folder');
   const server = await startLlamaServer({
@@ -58,9 +98,12 @@ export async function startInferenceEngine(
     logger,
   });
   const inference = createOpenAiInference({ baseUrl: server.url, label: server.label, ...client });
+  // The embedded server speaks vLLM's adapter route and takes the base model with it.
+  const adapters = createAdapterServing({ baseUrl: server.url, server: 'openai', sendBaseModel: true, ...lookup });
   return {
-    inference,
+    inference: adapters.wrap(inference),
     url: server.url,
+    adapters,
     async close() {
       await inference.close();
       await server.close();
@@ -94,6 +137,8 @@ export function inferenceFromConfig(engines: EngineConfig): (InferenceEngineSetu
     ...(engines.inferenceUrl ? { url: engines.inferenceUrl } : {}),
     ...(engines.inferenceApiKey ? { apiKey: engines.inferenceApiKey } : {}),
     ...(engines.modelsDir ? { modelsDir: engines.modelsDir } : {}),
+    server: engines.inferenceServer,
+    ...(engines.inferenceAdaptersDir ? { serverAdaptersDir: engines.inferenceAdaptersDir } : {}),
     promptStyle: engines.promptStyle,
     threads: engines.threads,
     concurrency: engines.concurrency,

@@ -22,6 +22,8 @@ export interface CompletionRequest {
   maxTokens: number;
   stop?: string[];
   signal?: AbortSignal;
+  /** Fields added to the request body (SGLang's `lora_path`). */
+  extraBody?: Record<string, unknown>;
 }
 
 export interface CompletionResult {
@@ -151,7 +153,11 @@ const ChatResponseSchema = z.object({
 
 const TokenizeResponseSchema = z.object({ count: z.number().int().min(0) }).passthrough();
 
-const ErrorBodySchema = z.object({ error: z.union([z.string(), z.object({ message: z.string() }).passthrough()]) });
+/** OpenAI's `{error: {message}}` (vLLM today), or the flat `{object: "error", message}` of SGLang and older vLLM. */
+const ErrorBodySchema = z.union([
+  z.object({ error: z.union([z.string(), z.object({ message: z.string() }).passthrough()]) }),
+  z.object({ message: z.string() }).passthrough(),
+]);
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -240,11 +246,14 @@ export function createOpenAiInference(options: OpenAiInferenceOptions): Inferenc
     }
     if (status >= 200 && status < 300) return { status, json };
     const parsed = ErrorBodySchema.safeParse(json);
-    const detail = parsed.success
-      ? typeof parsed.data.error === 'string'
-        ? parsed.data.error
-        : parsed.data.error.message
-      : text.slice(0, 200) || `HTTP ${status}`;
+    const error = parsed.success && 'error' in parsed.data ? (parsed.data.error as string | { message: string }) : undefined;
+    const detail = !parsed.success
+      ? text.slice(0, 200) || `HTTP ${status}`
+      : error !== undefined
+        ? typeof error === 'string'
+          ? error
+          : error.message
+        : (parsed.data as { message: string }).message;
     const message = `${label} on ${root} answered ${status}: ${detail}`;
     if (status === 429) throw new InferenceError('rate_limited', message, status, retryAfterMs);
     if (status >= 500) throw new InferenceError('server_error', message, status, retryAfterMs);
@@ -322,6 +331,7 @@ export function createOpenAiInference(options: OpenAiInferenceOptions): Inferenc
         temperature: 0,
         seed: 0,
         ...(input.stop && input.stop.length > 0 ? { stop: input.stop } : {}),
+        ...input.extraBody,
       };
       let text: string;
       let finishReason: string | null;

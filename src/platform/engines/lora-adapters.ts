@@ -1,45 +1,241 @@
-// Registers a produced LoRA adapter with an OpenAI-compatible endpoint (vLLM's runtime LoRA route, which the embedded server speaks too).
+// Serves produced LoRA adapters on the user's inference server: loads them (vLLM's or SGLang's runtime loading), names them in each request, reloads after a server restart.
+import path from 'node:path';
 import { request } from 'undici';
+import { parseRetryAfter } from '../http-client.js';
+import type { CompletionRequest, InferenceEngine } from './inference.js';
+import { InferenceError } from './inference.js';
 import type { AdapterRegistration } from './training-supervisor.js';
 
-export interface AdapterEndpoint {
-  /** Endpoint root, e.g. `http://127.0.0.1:8080` (a trailing `/v1` is accepted too). */
+/**
+ * Which server runs go to, for what only differs between them: how an adapter is loaded and how a
+ * request names it. `openai` is any other OpenAI-compatible endpoint (the embedded llama.cpp
+ * server among them), which is sent vLLM's route.
+ */
+export type InferenceServerKind = 'vllm' | 'sglang' | 'openai';
+/** `INFERENCE_SERVER`: a kind, or `auto` (detected from the `owned_by` of `GET /v1/models`). */
+export type InferenceServerSetting = InferenceServerKind | 'auto';
+
+export interface AdapterServingOptions {
+  /** Endpoint root, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted too). */
   baseUrl: string;
   apiKey?: string;
+  /** Default auto. */
+  server?: InferenceServerSetting;
+  /** The adapters folder as the server sees it, when it mounts the platform's under another path; unset = the platform's path. */
+  serverAdaptersDir?: string;
+  /** Sends `base_model` with a load: the embedded llama.cpp server takes it (it may serve several base models); vLLM and SGLang do not. */
+  sendBaseModel?: boolean;
+  /** A trained model's adapter by its served name, when this process has not loaded it yet (after a restart). */
+  lookup?(name: string): Promise<AdapterRegistration | null>;
   /** Per attempt. Default 60 s (loading reads the adapter file). */
   timeoutMs?: number;
-  /** Attempts on 5xx and network errors. Default 3. */
+  /** Attempts on 429, 5xx and network errors. Default 3. */
   attempts?: number;
+  /** First backoff step when no Retry-After is given. Default 500 ms. */
+  retryBaseMs?: number;
+  /** Longest wait honoured from a Retry-After. Default 30 s. */
+  maxRetryMs?: number;
 }
 
-/**
- * `POST /v1/load_lora_adapter` with `{lora_name, lora_path, base_model}`. Loading the same name and
- * path again is a no-op on the endpoint, so this is safe to repeat (after a restart, before a run).
- */
-export async function loadLoraAdapter(endpoint: AdapterEndpoint, adapter: AdapterRegistration): Promise<void> {
-  const root = endpoint.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
-  const timeoutMs = endpoint.timeoutMs ?? 60_000;
-  const attempts = Math.max(1, endpoint.attempts ?? 3);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (endpoint.apiKey) headers.authorization = `Bearer ${endpoint.apiKey}`;
-  const body = JSON.stringify({ lora_name: adapter.name, lora_path: adapter.path, base_model: adapter.baseModelId });
-  let last = '';
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    try {
-      const response = await request(`${root}/v1/load_lora_adapter`, {
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      const text = await response.body.text();
-      if (response.statusCode >= 200 && response.statusCode < 300) return;
-      last = `answered ${response.statusCode}: ${text.slice(0, 300)}`;
-      if (response.statusCode < 500) break;
-    } catch (error) {
-      last = `failed: ${error instanceof Error ? error.message : String(error)}`;
-    }
-    if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+export interface AdapterServing {
+  /** The server's kind, detected once when `auto`. */
+  kind(): Promise<InferenceServerKind>;
+  /** Loads the adapter on the server; an adapter the server already has under that name counts as loaded. */
+  load(adapter: AdapterRegistration): Promise<void>;
+  /**
+   * `engine` with adapters served: a request on a trained model loads its adapter first if this
+   * process has not, names it the server's way (vLLM: `model` = adapter name; SGLang: `model` =
+   * base, `lora_path` = adapter name), and after an "adapter not found" answer (a restarted server
+   * forgot it) reloads it once and asks again.
+   */
+  wrap(engine: InferenceEngine): InferenceEngine;
+}
+
+/** An adapter could not be loaded; the message says why and what to change. */
+export class AdapterLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AdapterLoadError';
   }
-  throw new Error(`loading adapter ${adapter.name} (${adapter.path}) on ${root} ${last}`);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function normalizeRoot(baseUrl: string): string {
+  const trimmed = baseUrl.replace(/\/+$/, '');
+  return trimmed.endsWith('/v1') ? trimmed.slice(0, -3) : trimmed;
+}
+
+/** The message of an error body: vLLM's `{error: {message}}` or `{message}`, SGLang's `{error_message}` or `{message}`, or the text. */
+function bodyMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string; error_message?: string; detail?: unknown };
+    const message =
+      (typeof body.error === 'string' ? body.error : body.error?.message) ?? body.error_message ?? body.message ?? (typeof body.detail === 'string' ? body.detail : undefined);
+    if (message) return message;
+  } catch {
+    // plain text (vLLM answers a successful load in text)
+  }
+  return text.trim().slice(0, 300);
+}
+
+/** Whether an inference error means the server does not have the adapter the request named. */
+export function isAdapterMissing(kind: InferenceServerKind, error: unknown): boolean {
+  if (!(error instanceof InferenceError) || error.code !== 'rejected') return false;
+  // SGLang: 400 "The following requested LoRA adapters are not loaded: ...".
+  if (kind === 'sglang') return error.status === 400 && /not loaded/i.test(error.message);
+  // vLLM: 404 "The model `x` does not exist."; the embedded server: 404 model_not_found.
+  return error.status === 404;
+}
+
+export function createAdapterServing(options: AdapterServingOptions): AdapterServing {
+  const root = normalizeRoot(options.baseUrl);
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const attempts = Math.max(1, options.attempts ?? 3);
+  const retryBaseMs = options.retryBaseMs ?? 500;
+  const maxRetryMs = options.maxRetryMs ?? 30_000;
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  /** Adapters known by served name (loaded, or looked up once: concurrent first requests share the lookup). */
+  const known = new Map<string, Promise<AdapterRegistration | null>>();
+  /** Adapters this process loaded on the server since it last found one missing. */
+  const loaded = new Set<string>();
+  const loading = new Map<string, Promise<void>>();
+  let detected: Promise<InferenceServerKind> | null = null;
+
+  async function send(method: 'GET' | 'POST', route: string, body?: unknown): Promise<{ status: number; text: string }> {
+    let last = '';
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      let wait = retryBaseMs * 2 ** (attempt - 1);
+      try {
+        const response = await request(root + route, {
+          method,
+          headers,
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        const text = await response.body.text();
+        if (response.statusCode !== 429 && response.statusCode < 500) return { status: response.statusCode, text };
+        last = `answered ${response.statusCode}: ${bodyMessage(text) || 'no detail'}`;
+        const asked = parseRetryAfter(response.headers['retry-after']);
+        if (asked !== null) wait = Math.min(maxRetryMs, Math.max(asked, wait));
+      } catch (error) {
+        last = `could not be reached: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      if (attempt < attempts) await sleep(wait);
+    }
+    throw new AdapterLoadError(`${method} ${route} on ${root} ${last}`);
+  }
+
+  function kind(): Promise<InferenceServerKind> {
+    if (options.server && options.server !== 'auto') return Promise.resolve(options.server);
+    detected ??= (async () => {
+      const { status, text } = await send('GET', '/v1/models');
+      if (status !== 200) throw new AdapterLoadError(`GET /v1/models on ${root} answered ${status}: ${bodyMessage(text)}`);
+      const owners = new Set<string>();
+      try {
+        const body = JSON.parse(text) as { data?: Array<{ owned_by?: unknown }> } | Array<{ owned_by?: unknown }>;
+        for (const m of Array.isArray(body) ? body : (body.data ?? [])) if (typeof m.owned_by === 'string') owners.add(m.owned_by.toLowerCase());
+      } catch {
+        // not JSON: a generic endpoint
+      }
+      return owners.has('vllm') ? 'vllm' : owners.has('sglang') ? 'sglang' : 'openai';
+    })().catch((error: unknown) => {
+      detected = null;
+      throw error;
+    });
+    return detected;
+  }
+
+  async function loadOnce(adapter: AdapterRegistration): Promise<void> {
+    const server = await kind();
+    const lora_path = options.serverAdaptersDir ? path.join(options.serverAdaptersDir, path.basename(adapter.path)) : adapter.path;
+    const where = `${adapter.name} (${lora_path})`;
+    if (server === 'sglang') {
+      const { status, text } = await send('POST', '/load_lora_adapter', { lora_name: adapter.name, lora_path });
+      const message = bodyMessage(text);
+      if (status === 200) return;
+      // SGLang: 400 {"success": false, "error_message": "Failed to load LoRA adapter x because it is already loaded"}.
+      if (status === 400 && /already loaded/i.test(message)) return;
+      if (status === 404) {
+        throw new AdapterLoadError(`SGLang at ${root} has no /load_lora_adapter: start it with --enable-lora (and --max-lora-rank, --lora-target-modules) to serve trained adapters`);
+      }
+      throw new AdapterLoadError(`SGLang at ${root} could not load adapter ${where}: ${message || `HTTP ${status}`}`);
+    }
+    const body: Record<string, string> = { lora_name: adapter.name, lora_path };
+    if (options.sendBaseModel) body.base_model = adapter.baseModelId;
+    const { status, text } = await send('POST', '/v1/load_lora_adapter', body);
+    const message = bodyMessage(text);
+    if (status >= 200 && status < 300) return;
+    // vLLM: 400 "The lora adapter 'x' has already been loaded." (our names are unique per training).
+    if (status === 400 && /already been loaded/i.test(message) && !/unload it first/i.test(message)) return;
+    if (status === 404 && !/lora|adapter|model/i.test(message)) {
+      throw new AdapterLoadError(
+        server === 'vllm'
+          ? `vLLM at ${root} does not load adapters at runtime (POST /v1/load_lora_adapter answered 404): start it with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`
+          : `the endpoint at ${root} cannot load LoRA adapters (POST /v1/load_lora_adapter answered 404); set INFERENCE_SERVER=vllm or sglang if it is one of those`,
+      );
+    }
+    throw new AdapterLoadError(`${server === 'vllm' ? 'vLLM' : 'the endpoint'} at ${root} could not load adapter ${where}: ${message || `HTTP ${status}`}`);
+  }
+
+  function load(adapter: AdapterRegistration): Promise<void> {
+    known.set(adapter.name, Promise.resolve(adapter));
+    const pending = loading.get(adapter.name);
+    if (pending) return pending;
+    const attempt = loadOnce(adapter)
+      .then(() => {
+        loaded.add(adapter.name);
+      })
+      .finally(() => loading.delete(adapter.name));
+    loading.set(adapter.name, attempt);
+    return attempt;
+  }
+
+  function adapterOf(model: string): Promise<AdapterRegistration | null> {
+    let found = known.get(model);
+    if (!found) {
+      found = options.lookup ? options.lookup(model) : Promise.resolve(null);
+      // A failed lookup is asked again next time.
+      found.catch(() => known.delete(model));
+      known.set(model, found);
+    }
+    return found;
+  }
+
+  function wrap(engine: InferenceEngine): InferenceEngine {
+    async function named(input: CompletionRequest, adapter: AdapterRegistration): Promise<CompletionRequest> {
+      if ((await kind()) !== 'sglang') return input;
+      return { ...input, model: adapter.baseModelId, extraBody: { ...input.extraBody, lora_path: adapter.name } };
+    }
+    return {
+      get label() {
+        return engine.label;
+      },
+      listModels: () => engine.listModels(),
+      async complete(input) {
+        const adapter = await adapterOf(input.model);
+        if (!adapter) return engine.complete(input);
+        if (!loaded.has(adapter.name)) await load(adapter);
+        const request = await named(input, adapter);
+        try {
+          return await engine.complete(request);
+        } catch (error) {
+          if (!isAdapterMissing(await kind(), error)) throw error;
+          // The server forgot the adapter (restarted): load it again, once, and ask again.
+          loaded.delete(adapter.name);
+          await load(adapter);
+          return engine.complete(request);
+        }
+      },
+      async countTokens(model, text, signal) {
+        // An adapter does not change the tokenizer: count with the base model's.
+        const adapter = await adapterOf(model);
+        return engine.countTokens(adapter ? adapter.baseModelId : model, text, signal);
+      },
+      close: () => engine.close(),
+    };
+  }
+
+  return { kind, load, wrap };
 }

@@ -39,6 +39,11 @@ export interface TogetherTrainerOptions {
   retryBaseMs?: number;
   /** Per call. Default 60 s. */
   timeoutMs?: number;
+  /**
+   * Our model ids to Together's model names (`TOGETHER_MODEL_MAP`), for a base model served under
+   * another name (a GGUF file, a vLLM server). An id not in it is sent as is.
+   */
+  modelMap?: Record<string, string>;
   logger?: TrainerLogger;
 }
 
@@ -223,6 +228,35 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
     throw new TogetherError(last, null);
   }
 
+  let supported: Promise<string[] | null> | null = null;
+
+  /**
+   * Together's name of a base model: mapped by `modelMap`, else the id itself; refused in the
+   * user's words when Together's list of fine-tunable models does not have it (a list Together
+   * cannot give skips the check, and Together judges the launch itself).
+   */
+  async function togetherModel(id: string): Promise<string> {
+    const name = options.modelMap?.[id] ?? id;
+    supported ??= call<{ models?: unknown }>('GET', '/fine-tunes/models/supported').then(
+      (body) => (Array.isArray(body.models) ? body.models.filter((m): m is string => typeof m === 'string') : null),
+      (error: unknown) => {
+        logger?.warn({ err: error }, "Together's list of fine-tunable models not read; the model name is not checked");
+        supported = null;
+        return null;
+      },
+    );
+    const models = await supported;
+    if (!models || models.includes(name)) return name;
+    const mapped = options.modelMap?.[id] !== undefined;
+    const examples = models.slice(0, 3).join(', ');
+    throw new TogetherError(
+      mapped
+        ? `Together cannot fine-tune ${name} (TOGETHER_MODEL_MAP's name for ${id}): it is not among the models Together fine-tunes (for example ${examples})`
+        : `Together cannot fine-tune ${id}: it is not among the models Together fine-tunes (for example ${examples}); if it is one of them under another name, map it with TOGETHER_MODEL_MAP={"${id}":"<Together model name>"}`,
+      400,
+    );
+  }
+
   /** The file id of this dataset on Together, uploading it only when no file of that content is there. */
   async function datasetFile(content: string): Promise<string> {
     const name = `verdict-bot-${createHash('sha256').update(content).digest('hex').slice(0, 16)}.jsonl`;
@@ -240,6 +274,7 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
   }
 
   async function estimate(request: TrainingQuoteRequest): Promise<TrainingQuote> {
+    const model = await togetherModel(request.baseModelId);
     const fileId = await datasetFile(togetherDataset(request.examples, style));
     const quote = await call<{
       estimated_total_price?: number;
@@ -248,7 +283,7 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
       estimated_train_token_count?: number;
     }>('POST', '/fine-tunes/estimate-price', {
       training_file: fileId,
-      model: request.baseModelId,
+      model,
       n_epochs: request.hyperparameters.epochs,
       training_method: { method: 'sft' },
       training_type: trainingType(request.hyperparameters),
@@ -308,8 +343,8 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
     if (job) {
       logger?.info({ trainingId: spec.jobId, fineTuneId: job.id, status: job.status }, 'reattached to the Together fine-tune');
     } else {
-      const model = spec.baseModelId;
-      if (!model) throw new TogetherError('Together needs the base model name of the training', null);
+      if (!spec.baseModelId) throw new TogetherError('Together needs the base model name of the training', null);
+      const model = await togetherModel(spec.baseModelId);
       const content = togetherDataset(parseExamples(await readFile(spec.datasetPath, 'utf8')), style);
       state.fileId = await datasetFile(content);
       await writeState(stateFile, state);

@@ -26,6 +26,7 @@ export function trainingFromConfig(
         promptStyle: engines.promptStyle,
         pollMs: engines.togetherPollMs,
         maxPollMs: engines.togetherMaxPollMs,
+        modelMap: engines.togetherModelMap,
         logger,
       })
     : engines.ray

@@ -19,14 +19,14 @@ import {
   type WebhookRetryPolicy,
 } from './context.js';
 import { resolveFaults, type SandboxFaults } from './faults.js';
-import { loadLoraAdapter } from '../engines/lora-adapters.js';
+import type { AdapterServing, InferenceServerSetting } from '../engines/lora-adapters.js';
 import { createTrainingSupervisor, type AdapterRegistration, type TrainingSupervisorOptions } from '../engines/training-supervisor.js';
 import { enqueueEvent, processDueWork } from './operations.js';
 import { startRunExecutor, type RunExecutor } from '../engines/run-executor.js';
 import type { PromptStyle } from '../engines/inference.js';
 import type { LoraHyperparameters } from '../engines/trainer.js';
 import type { RunItem } from './answers.js';
-import { catalogueItems, defaultRenderPrompt, defaultScoreAnswer, startInferenceEngine } from '../engines/engine-setup.js';
+import { adapterLookup, catalogueItems, defaultRenderPrompt, defaultScoreAnswer, startInferenceEngine } from '../engines/engine-setup.js';
 import { createBenchmarkLibrary } from '../benchmarks/library.js';
 import { findBenchmark } from './catalogue.js';
 import { createRandom, hash32 } from './random.js';
@@ -80,6 +80,10 @@ export interface SandboxInferenceOptions {
   url?: string;
   /** Sent as Bearer token to `url`. */
   apiKey?: string;
+  /** Which server `url` is (vLLM, SGLang, other); default detected. */
+  server?: InferenceServerSetting;
+  /** The adapters folder as the server at `url` sees it; unset = the platform's own path. */
+  serverAdaptersDir?: string;
   /** Style for models the endpoint does not say have a chat template. Default chat. */
   promptStyle?: PromptStyle;
   /** GGUF models (and produced adapters) the embedded server serves. */
@@ -125,7 +129,7 @@ function trainingEngine(
   ctx: SandboxContext,
   training: SandboxTrainingOptions,
   inference: SandboxInferenceOptions | undefined,
-  endpointUrl: string | undefined,
+  adapters: AdapterServing | undefined,
 ): TrainingEngine {
   const modelsDir = inference?.modelsDir;
   const baseModelPath =
@@ -138,8 +142,8 @@ function trainingEngine(
   const registerAdapter =
     training.registerAdapter ??
     (async (adapter: AdapterRegistration) => {
-      if (!endpointUrl) throw new Error('no inference endpoint to load the adapter into');
-      await loadLoraAdapter({ baseUrl: endpointUrl, ...(inference?.apiKey ? { apiKey: inference.apiKey } : {}) }, adapter);
+      if (!adapters) throw new Error('no inference endpoint to load the adapter into');
+      await adapters.load(adapter);
     });
   const countTokens =
     training.countTokens ??
@@ -247,9 +251,9 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       benchmarks: createBenchmarkLibrary({ pool, ...(options.benchmarksDir ? { dir: options.benchmarksDir } : {}), isReserved: (id) => findBenchmark(id) !== undefined }),
     };
     let executor: RunExecutor | undefined;
-    let endpointUrl: string | undefined;
+    let adapters: AdapterServing | undefined;
     if (options.inference) {
-      const engine = await startInferenceEngine(options.inference, logger);
+      const engine = await startInferenceEngine(options.inference, logger, { lookupAdapter: adapterLookup(pool) });
       engineCleanup = engine.close;
       const inferenceOptions = options.inference;
       const renderPrompt = inferenceOptions.renderPrompt ?? defaultRenderPrompt;
@@ -272,9 +276,9 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
         ...(inferenceOptions.pollIntervalMs !== undefined ? { pollIntervalMs: inferenceOptions.pollIntervalMs } : {}),
       });
       logger.info({ engine: engine.inference.label }, 'runs go to a real inference engine');
-      endpointUrl = engine.url;
+      adapters = engine.adapters;
     }
-    if (options.training) ctx.training = trainingEngine(ctx, options.training, options.inference, endpointUrl);
+    if (options.training) ctx.training = trainingEngine(ctx, options.training, options.inference, adapters);
 
     const api = createApiHandler(ctx, token, stopping.signal);
     const server = http.createServer((request, response) => api.handle(request, response));
