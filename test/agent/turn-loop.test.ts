@@ -149,7 +149,7 @@ describe('the turn loop', () => {
 
     const posts = await postsOf(chatId);
     expect(posts).toHaveLength(1);
-    expect((posts[0]!.payload as { text: string }).text).toContain('The tool said hi.');
+    expect((posts[0]!.payload as { reply: { text: string } }).reply.text).toContain('The tool said hi.');
     const turn = await handle.db.selectFrom('turns').selectAll().where('trigger_id', '=', triggerId).executeTakeFirstOrThrow();
     expect(turn).toMatchObject({ status: 'completed', model_calls: 2, input_tokens: 200, output_tokens: 40 });
     expect(Number(turn.cost_usd)).toBeGreaterThan(0);
