@@ -95,7 +95,10 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
     const slackIngest = createGroupCommit<SlackTriggerInput, EnqueueResult | undefined>({
       maxBatch: SLACK_INGEST_BATCH,
       maxInFlight: SLACK_INGEST_SLOTS,
-      flush: (items) => enqueueSlackTriggers(db, items),
+      flush: (items) => {
+        logger.debug({ events: items.length }, 'slack ingest: one statement');
+        return enqueueSlackTriggers(db, items);
+      },
     });
     slack = await createSlackApp(config, {
       db,
