@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { createRootLogger, startRole } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { startSupervisor, type RoleMessage } from './roles/supervisor.js';
+import { PARENT_PID_ENV, startSupervisor, type RoleMessage } from './roles/supervisor.js';
 import { describeError } from './startup-error.js';
 
 interface Running {
@@ -12,8 +12,8 @@ interface Running {
   stop(): Promise<void>;
 }
 
-/** A role process started by the parent of `npm start` (it has an IPC channel to it). */
-const supervised = process.send !== undefined && (process.env.ROLE === 'web' || process.env.ROLE === 'worker');
+/** A role process started by the parent of `npm start`: it has an IPC channel to the parent that named itself. */
+const supervised = process.send !== undefined && process.env[PARENT_PID_ENV] === String(process.ppid);
 
 function tellParent(message: RoleMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -77,6 +77,8 @@ async function main(): Promise<void> {
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (running) return shutdown(running, signal);
+    // The parent stops a role that is still starting only when it gives up or stops everything: nothing to finish.
+    if (supervised) process.exit(0);
     if (!requested && !supervised) console.error(`${signal} received during start-up: stopping as soon as the start finishes`);
     requested = signal;
   };

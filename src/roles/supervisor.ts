@@ -18,6 +18,9 @@ export type RoleMessage =
   | { type: 'ready'; url?: string; mode?: string; platform?: string }
   | { type: 'failed'; message: string; exitCode: number };
 
+/** Set by the parent on its role processes (its own pid), so a role knows it is supervised. Not a user setting. */
+export const PARENT_PID_ENV = 'VERDICT_PARENT_PID';
+
 /** How much lower the worker runs than the parent (nice levels, capped at 19). */
 export const WORKER_NICENESS = 10;
 /** First and longest wait before restarting a role that died; the wait doubles while it keeps dying. */
@@ -134,7 +137,7 @@ export async function startSupervisor(config: Config, options: { entry: string; 
       await db.close();
     }
 
-    const shared: NodeJS.ProcessEnv = { ...options.env, DATABASE_URL: databaseUrl, PORT: String(port) };
+    const shared: NodeJS.ProcessEnv = { ...options.env, DATABASE_URL: databaseUrl, PORT: String(port), [PARENT_PID_ENV]: String(process.pid) };
     delete shared[SANDBOX_HOST_ENV];
     if (!config.platform.apiUrl) {
       // One secret for the sandbox (in the worker) that signs and the web role that verifies.
