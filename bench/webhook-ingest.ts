@@ -27,6 +27,16 @@ async function seed(databaseUrl: string): Promise<void> {
     `insert into resources (team_id, chat_id, kind, platform_id, status)
      select team_id, id, 'run', 'run_bench_' || channel_id, 'running' from chats where channel_id like 'CING%'`,
   );
+  // The same runs, finished, in the sandbox platform the worker hosts: the turns the webhooks start
+  // fetch them and run to the end, as real turns do.
+  await client.query(
+    `insert into sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, category_scores, seed, flip_rate,
+                               created_at, starts_at, finishes_at, duration_ms, started_at, finished_at)
+     select 'run_bench_CING' || g, '104', (select id from sandbox.models order by id limit 1), 'completed', 100, 1, 1, 0.5, '[{"category": "general", "score": 0.5, "question_count": 100}]'::jsonb, g, 0.02,
+            now(), now(), now(), 0, now(), now()
+     from generate_series(1, $1) g`,
+    [RESOURCES],
+  );
   await client.end();
 }
 
