@@ -11,8 +11,8 @@ RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: compiled code and production dependencies, as a non-root user, under an init process.
 FROM node:22-bookworm-slim
-# tini as PID 1 forwards SIGTERM/SIGINT to the bot (which stops its worker, HTTP and embedded
-# PostgreSQL in order) and reaps exited processes.
+# tini as PID 1 forwards SIGTERM/SIGINT to the bot's parent process (which stops its web role, then
+# its worker role, then the embedded PostgreSQL) and reaps exited processes.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data
 WORKDIR /app
@@ -30,4 +30,6 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 ENTRYPOINT ["/usr/bin/tini", "--"]
 # Migrations run on start (src/app.ts), under an advisory lock so replicas can start together.
+# Starts everything (ROLE=all): the web and worker roles as child processes. Run one role per
+# container with -e ROLE=web or -e ROLE=worker (and DATABASE_URL, BENCHGEN_API_URL...).
 CMD ["node", "dist/src/main.js"]

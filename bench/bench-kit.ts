@@ -1,12 +1,13 @@
 // Shared bench helpers: own embedded Postgres, bot child process with IPC, fakes' env, load, statistics.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/store/embedded-postgres.js';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/store/embedded-postgres.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const TEAM = 'T0FAKE';
@@ -204,6 +205,57 @@ export async function spawnBot(env: Record<string, string>, options: { logFile?:
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       await done;
       clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Runs the bot as `npm start` does (`src/main.ts`: a parent with the web and worker roles as child
+ * processes), or one role alone with `ROLE` in `env`; resolves once it is ready. `pid` is the
+ * parent's (or the role's); its logs go to `logFile`.
+ */
+export async function spawnMain(env: Record<string, string>, options: { logFile?: string } = {}): Promise<BotProcess> {
+  const started = performance.now();
+  const logFile = options.logFile ?? path.join(env.DATA_DIR ?? os.tmpdir(), 'bot.log');
+  const port = env.PORT && env.PORT !== '0' ? Number(env.PORT) : await freePort();
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    log.write(chunk);
+    if (output.length < 200_000) output += chunk.toString('utf8');
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const readyLine = env.ROLE === 'web' ? '"web role ready"' : env.ROLE === 'worker' ? '"worker role ready"' : '"bot ready"';
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`bot exited with code ${code}:\n${output.slice(-2000)}`))));
+  exited.catch(() => undefined);
+  await Promise.race([waitUntil(() => output.includes(readyLine), 300_000, readyLine), exited]);
+  const readyMs = performance.now() - started;
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    readyMs,
+    startBotMs: readyMs,
+    request: () => Promise.reject(new Error('spawnMain: no IPC commands')),
+    peakRssMb: async () => {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const done = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+        await done;
+        clearTimeout(timer);
+      }
+      await new Promise<void>((resolve) => log.end(() => resolve()));
     },
   };
 }

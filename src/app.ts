@@ -1,33 +1,22 @@
-// Composition root: config -> db -> platform -> agent -> slack -> worker -> http.
-import { createServer } from 'node:net';
+// Composition root: config -> db -> web role (http -> slack) and worker role (platform -> agent -> worker).
 import path from 'node:path';
-import cron from 'node-cron';
+import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { createModelClient, withScrubbedRequests, type ModelClient } from './agent/model.js';
-import { SYSTEM_PROMPT } from './agent/system-prompt.js';
-import { createTools } from './agent/tools/index.js';
-import { toolDefinitions } from './agent/tools/tool.js';
-import type { TurnDeps } from './agent/turn.js';
+import type { ModelClient } from './agent/model.js';
 import type { Config } from './config.js';
-import { sendJson, startHttpServer, WEBHOOK_PATH } from './http/server.js';
-import { createWebhookRoute } from './http/webhook-route.js';
+import { WEBHOOK_PATH } from './http/server.js';
 import { createHomeScheduler } from './jobs/home-refresh.js';
-import { RECONCILE_TASK } from './jobs/task-names.js';
-import { createTaskList } from './jobs/tasks.js';
-import { migrateJobEngine, startWorker, type WorkerHandle } from './jobs/worker.js';
-import { createLogger, createScrubber } from './logger.js';
-import { inferenceFromConfig } from './platform/engines/engine-setup.js';
-import { trainingFromConfig } from './platform/engines/training-setup.js';
-import { createHttpPlatform } from './platform/http-client.js';
+import { migrateJobEngine, type WorkerHandle } from './jobs/worker.js';
+import { createLogger, createScrubber, type SecretScrubber } from './logger.js';
 import type { Platform } from './platform/platform.js';
-import { startSandbox, type SandboxFaults, type SandboxHandle } from './platform/sandbox/sandbox.js';
-import { createSlackApp, type SlackApp } from './slack/app.js';
-import { createHomePublisher } from './slack/home.js';
-import { createSlackClients, SlackPoster } from './slack/poster.js';
+import type { SandboxFaults, SandboxHandle } from './platform/sandbox/sandbox.js';
+import { assertPortFree, startWebRole, type WebRole } from './roles/web.js';
+import { startWorkerRole, type WorkerRole } from './roles/worker.js';
 import { describeError, redactUrl, StartupError } from './startup-error.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
 
+/** Both roles in one process (tests, benches, scripts); `npm start` runs them as separate processes. */
 export interface Bot {
   url: string;
   config: Config;
@@ -35,6 +24,17 @@ export interface Bot {
   platform: Platform;
   sandbox: SandboxHandle | undefined;
   worker: WorkerHandle;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+/** One role in this process: a child of `npm start`, or a role started alone (ROLE=web or worker). */
+export interface RoleProcess {
+  role: 'web' | 'worker';
+  /** The web role's HTTP URL. */
+  url: string | undefined;
+  /** The worker role's platform: the sandbox's engine, 'sandbox', or BENCHGEN_API_URL. */
+  platform: string | undefined;
   logger: Logger;
   stop(): Promise<void>;
 }
@@ -49,27 +49,32 @@ export interface BotOptions {
   model?: ModelClient;
   /** Extra settings for the in-process sandbox platform. */
   sandbox?: { faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
+  /** A role started by the parent of `npm start` (which reports the database itself). */
+  supervised?: boolean;
 }
 
-function portError(port: number, error: unknown): Error {
-  const code = (error as { code?: string }).code;
-  if (code === 'EADDRINUSE') return new StartupError('PORT', `PORT ${port} is already in use: stop what listens there or set PORT to a free port`, { cause: error });
-  if (code === 'EACCES') return new StartupError('PORT', `PORT ${port} needs privileges this process lacks: set PORT above 1023`, { cause: error });
-  return error instanceof Error ? error : new Error(describeError(error));
+interface Started {
+  url: string | undefined;
+  db: DbHandle;
+  logger: Logger;
+  web: WebRole | undefined;
+  worker: WorkerRole | undefined;
+  stop(): Promise<void>;
 }
 
-/** Fails with a {@link StartupError} naming PORT when nothing can listen on it. */
-async function assertPortFree(port: number, host: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error) => reject(portError(port, error)));
-    probe.listen(port, host, () => probe.close(() => resolve()));
-  });
+/** Migrations of the app and of the job engine; both are lock-protected, so roles and replicas may run them together. */
+export async function migrateDatabase(db: DbHandle, logger: Logger): Promise<void> {
+  await migrateToLatest(db.db);
+  await migrateJobEngine(db.pool, logger);
 }
 
-export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
-  // One scrubber for logs, posts, Home views and model requests; the sandbox's secrets join it once it starts.
-  const scrubber = createScrubber([
+export function createRootLogger(config: Config, scrubber: SecretScrubber = secretScrubber(config)): Logger {
+  return createLogger({ level: config.logLevel, scrubber });
+}
+
+/** One scrubber for logs, posts, Home views and model requests; the sandbox's secrets join it once it starts. */
+export function secretScrubber(config: Config): SecretScrubber {
+  return createScrubber([
     config.slack.botToken,
     config.slack.appToken,
     config.slack.signingSecret,
@@ -77,7 +82,12 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
     config.platform.apiToken,
     config.platform.webhookSecret,
   ]);
-  const logger = options.logger ?? createLogger({ level: config.logLevel, scrubber });
+}
+
+async function start(config: Config, roles: { web: boolean; worker: boolean }, options: BotOptions & { bindings?: Record<string, unknown> }): Promise<Started> {
+  const scrubber = secretScrubber(config);
+  const root = options.logger ?? createRootLogger(config, scrubber);
+  const logger = options.bindings ? root.child(options.bindings) : root;
   const cleanups: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) {
@@ -86,8 +96,8 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
   };
   try {
     // Before the database starts: a port in use is found in a second, not after a minute of start-up.
-    if (config.port !== 0) await assertPortFree(config.port, options.host ?? '0.0.0.0');
-    if (config.platform.apiUrl && !config.publicUrl) {
+    if (roles.web && config.port !== 0) await assertPortFree(config.port, options.host ?? '0.0.0.0');
+    if (roles.web && config.platform.apiUrl && !config.publicUrl) {
       logger.warn(
         { platform: config.platform.apiUrl },
         'BENCHGEN_API_URL is set without PUBLIC_URL: no webhook is registered with the platform, so results arrive only through the reconcile sweep (RECONCILE_CRON, after RECONCILE_OVERDUE_SECONDS); set PUBLIC_URL to this bot\'s public base URL to get them at once',
@@ -103,158 +113,103 @@ export async function startBot(config: Config, options: BotOptions = {}): Promis
       databaseUrl = embedded.url;
     }
     const db = createDb(databaseUrl, {
-      max: Math.max(10, config.workerConcurrency + 10),
+      max: roles.worker ? Math.max(10, config.workerConcurrency + 10) : 10,
       onError: (error) => logger.warn({ err: error }, 'database connection lost; the pool reconnects'),
     });
     cleanups.push(() => db.close());
-    logger.info({ database: redactUrl(databaseUrl) }, embedded ? 'database: embedded PostgreSQL' : 'database: DATABASE_URL');
+    // A role under the parent of npm start was given its database: the parent already said which.
+    logger[options.supervised ? 'debug' : 'info']({ database: redactUrl(databaseUrl) }, embedded ? 'database: embedded PostgreSQL' : 'database: DATABASE_URL');
     if (!embedded) {
       await db.pool.query('select 1').catch((error: unknown) => {
         throw new StartupError('DATABASE_URL', `cannot connect to the database at ${redactUrl(databaseUrl)} (DATABASE_URL): ${describeError(error)}`, { cause: error });
       });
     }
-    await migrateToLatest(db.db);
-    await migrateJobEngine(db.pool, logger);
+    await migrateDatabase(db, logger);
 
-    const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
-    const poster = new SlackPoster(db.db, slackClients, logger, scrubber);
-    const platformHolder: { platform?: Platform; secret?: string } = {};
-    const home = createHomePublisher({
-      db: db.db,
-      clients: slackClients,
-      logger,
-      scrubber,
-      getBalance: () => platformHolder.platform?.getBalance() ?? Promise.resolve(null),
-      caps: config.spending,
-    });
-
-    let workerHandle: WorkerHandle | undefined;
-    const homeJobs = createHomeScheduler(() => workerHandle?.utils);
-
-    // The HTTP server comes up before Slack is verified, so /healthz answers (503, "starting")
-    // during the rest of start-up; Slack's requests wait for the app (503: Slack redelivers).
-    let slack: SlackApp | undefined;
-    let ready = false;
-    const webhook = createWebhookRoute({
-      db: db.db,
-      logger,
-      get secret() {
-        return platformHolder.secret ?? '';
-      },
-      eventRetryAttempts: config.agent.eventRetryAttempts,
-    });
-    const http = await startHttpServer({
-      db: db.db,
-      logger,
-      port: config.port,
-      ...(options.host ? { host: options.host } : {}),
-      slack: config.slack.socketMode
-        ? undefined
-        : (req, res) => (slack?.requestListener ? slack.requestListener(req, res) : sendJson(res, 503, { error: 'starting, retry later' })),
-      webhook,
-      starting: () => !ready,
-      ...(config.slack.socketMode ? { socketState: () => slack?.socketState() ?? 'connecting' } : {}),
-    }).catch((error: unknown) => {
-      throw portError(config.port, error);
-    });
-    cleanups.push(() => http.close());
-    slack = await createSlackApp(config, { db: db.db, logger, enqueueHome: homeJobs.enqueue, adminUserIds: config.spending.adminUserIds });
-    const slackApp = slack;
-
-    let sandbox: SandboxHandle | undefined;
-    let platform: Platform;
-    const webhookUrl = `${config.publicUrl?.replace(/\/+$/, '') ?? http.url}${WEBHOOK_PATH}`;
-    if (config.platform.apiUrl) {
-      platform = createHttpPlatform({ baseUrl: config.platform.apiUrl, token: config.platform.apiToken! });
-      platformHolder.secret = config.platform.webhookSecret!;
-      if (config.publicUrl) {
-        await platform
-          .registerWebhook(webhookUrl)
-          .catch((error: unknown) => logger.warn({ err: error }, 'could not register the webhook URL with the platform'));
-      }
-    } else {
-      // Next to the bot's port (3001 by default), so the run links already posted in Slack still
-      // work after a restart; a free port only when that one is taken.
-      const sandboxPort = config.port === 0 || config.port === 65535 ? 0 : config.port + 1;
-      const portFree = sandboxPort === 0 || (await assertPortFree(sandboxPort, '127.0.0.1').then(() => true, () => false));
-      if (!portFree) logger.warn({ port: sandboxPort }, `port ${sandboxPort} (PORT + 1) is taken: the sandbox runs on a free port, so its links change at each restart`);
-      const inference = inferenceFromConfig(config.engines);
-      const training = trainingFromConfig(config.engines, config.dataDir, logger.child({ component: 'trainer' }));
-      sandbox = await startSandbox({
-        databaseUrl,
-        port: portFree ? sandboxPort : 0,
-        timeScale: config.platform.sandboxTimeScale,
-        webhookUrl,
-        logger: logger.child({ component: 'sandbox' }),
-        ...(config.platform.webhookSecret ? { webhookSecret: config.platform.webhookSecret } : {}),
-        ...(options.sandbox?.faults ? { faults: options.sandbox.faults } : {}),
-        ...(options.sandbox?.seed !== undefined ? { seed: options.sandbox.seed } : {}),
-        ...(options.sandbox?.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
-        ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
-        ...(inference ? { inference } : {}),
-        ...(training ? { training } : {}),
-      });
-      cleanups.push(() => sandbox!.stop());
-      scrubber.add(sandbox.token, sandbox.webhookSecret);
-      platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
-      platformHolder.secret = sandbox.webhookSecret;
-      logger.info({ url: sandbox.url }, 'sandbox platform started in-process');
-    }
-    platformHolder.platform = platform;
-
-    const tools = createTools();
-    const turnDeps: TurnDeps = {
-      db: db.db,
-      config,
-      logger,
-      model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
-      platform,
-      sandbox: sandbox !== undefined && sandbox.engine === null,
-      engine: sandbox?.engine ?? null,
-      poster,
-      system: SYSTEM_PROMPT,
-      tools,
-      toolDefinitions: toolDefinitions(tools),
-      afterTurn: (chat) => homeJobs.refreshAfterTurn(chat.team_id, chat.owner_user_id),
-    };
-    workerHandle = await startWorker({
-      pool: db.pool,
-      db: db.db,
-      logger,
-      concurrency: config.workerConcurrency,
-      staleSeconds: config.workerStaleSeconds,
-      ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
-      taskList: createTaskList({
-        turn: turnDeps,
-        logger,
-        overdueSeconds: config.reconcile.overdueSeconds,
-        eventRetryAttempts: config.agent.eventRetryAttempts,
-        publishHome: home.publish,
-        buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
-      }),
-    });
-    cleanups.push(() => workerHandle!.stop());
-
-    // Every replica schedules the sweep; the job key collapses them into one queued sweep.
-    const sweep = cron.schedule(config.reconcile.cron, () => {
-      workerHandle!.utils
-        .addJob(RECONCILE_TASK, {}, { jobKey: 'reconcile', jobKeyMode: 'preserve_run_at', maxAttempts: 1 })
-        .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the reconcile sweep'));
-    });
+    const platformHolder: { secret?: string } = {};
+    const jobs: WorkerUtils = await makeWorkerUtils({ pgPool: db.pool });
     cleanups.push(async () => {
-      await sweep.stop();
+      await jobs.release();
     });
+    const home = createHomeScheduler(() => jobs);
 
-    await slackApp.start();
-    cleanups.push(() => slackApp.stop());
-    ready = true;
-    logger.info(
-      { url: http.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: sandbox ? (sandbox.engine ?? 'sandbox') : config.platform.apiUrl },
-      'bot ready',
-    );
-    return { url: http.url, config, db, platform, sandbox, worker: workerHandle, logger, stop };
+    let web: WebRole | undefined;
+    if (roles.web) {
+      web = await startWebRole({
+        config,
+        db: db.db,
+        logger,
+        ...(options.host ? { host: options.host } : {}),
+        webhookSecret: () => platformHolder.secret ?? config.platform.webhookSecret ?? '',
+        enqueueHome: home.enqueue,
+      });
+      cleanups.push(() => web!.stop());
+    }
+
+    let worker: WorkerRole | undefined;
+    if (roles.worker) {
+      // The sandbox runs in exactly one place: the worker of npm start (told so by its parent), or
+      // the one process that runs both roles; a worker started alone uses BENCHGEN_API_URL.
+      const inProcessSandbox =
+        !config.platform.apiUrl && roles.web
+          ? {
+              // Next to the bot's port (3001 by default), so its links survive a restart.
+              port: config.port === 0 || config.port === 65535 ? 0 : config.port + 1,
+              webhookUrl: `${config.publicUrl?.replace(/\/+$/, '') ?? web!.url}${WEBHOOK_PATH}`,
+            }
+          : undefined;
+      const sandbox = config.sandboxHost ?? inProcessSandbox;
+      worker = await startWorkerRole({
+        config,
+        db,
+        databaseUrl,
+        logger,
+        scrubber,
+        ...(sandbox ? { sandbox: { ...sandbox, ...options.sandbox } } : {}),
+        ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+        ...(options.model ? { model: options.model } : {}),
+        home,
+      });
+      cleanups.push(() => worker!.stop());
+      if (worker.sandbox) platformHolder.secret = worker.sandbox.webhookSecret;
+    }
+
+    if (web) await web.open();
+    return { url: web?.url, db, logger, web, worker, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** Starts both roles in this process. */
+export async function startBot(config: Config, options: BotOptions = {}): Promise<Bot> {
+  const started = await start(config, { web: true, worker: true }, options);
+  const worker = started.worker!;
+  started.logger.info(
+    { url: started.url, mode: config.slack.socketMode ? 'socket' : 'http', platform: worker.platformLabel },
+    'bot ready',
+  );
+  return {
+    url: started.url!,
+    config,
+    db: started.db,
+    platform: worker.platform,
+    sandbox: worker.sandbox,
+    worker: worker.worker,
+    logger: started.logger,
+    stop: started.stop,
+  };
+}
+
+/** Starts one role in this process (`config.role` is web or worker). */
+export async function startRole(config: Config, role: 'web' | 'worker', options: BotOptions = {}): Promise<RoleProcess> {
+  const started = await start(config, { web: role === 'web', worker: role === 'worker' }, { ...options, bindings: { role } });
+  return {
+    role,
+    url: started.url,
+    platform: started.worker?.platformLabel,
+    logger: started.logger,
+    stop: started.stop,
+  };
 }

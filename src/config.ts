@@ -44,6 +44,30 @@ const cronSchedule = (fallback: string) =>
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
+/** What one process runs: both roles under one parent (`npm start`), or one role alone. */
+export const ROLES = ['all', 'web', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/**
+ * Set by the parent of `npm start` on its worker child only (not a user setting): that worker hosts
+ * the sandbox platform, on this port, sending its webhooks to this URL.
+ */
+export const SANDBOX_HOST_ENV = 'VERDICT_SANDBOX_HOST';
+
+const sandboxHost = optionalString.transform((value, ctx) => {
+  if (value === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(value) as { port?: unknown; webhookUrl?: unknown };
+    if (Number.isInteger(parsed.port) && typeof parsed.webhookUrl === 'string' && URL.canParse(parsed.webhookUrl)) {
+      return { port: parsed.port as number, webhookUrl: parsed.webhookUrl };
+    }
+  } catch {
+    // reported below
+  }
+  ctx.addIssue({ code: 'custom', message: 'is set by the parent process of npm start only: unset it' });
+  return z.NEVER;
+});
+
 const positiveNumber = (fallback: number) =>
   optionalString
     .transform((value) => (value === undefined ? fallback : Number(value)))
@@ -243,6 +267,13 @@ const EnvSchema = z
     RECONCILE_CRON: cronSchedule('* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
     WORKER_STALE_SECONDS: positiveNumber(30),
+    // A refinement, not z.enum, for the same reason as LOG_LEVEL below.
+    ROLE: optionalString
+      .transform((v) => v ?? 'all')
+      .refine((v) => (ROLES as readonly string[]).includes(v), {
+        message: 'must be all (the web and worker roles as two processes under one parent: npm start), web (Slack events, webhooks, /healthz) or worker (turns and sweeps)',
+      }),
+    [SANDBOX_HOST_ENV]: sandboxHost,
     ...ENGINE_ENV,
     // A refinement, not z.enum: a failed enum stops zod before the cross-variable checks below run.
     LOG_LEVEL: optionalString
@@ -270,6 +301,34 @@ const EnvSchema = z
         path: ['BENCHGEN_WEBHOOK_SECRET'],
         message: 'is required when BENCHGEN_API_URL is set (the whsec_... secret the platform signs webhooks with)',
       });
+    }
+    // A role started alone shares the Postgres and the platform of the others: it starts neither.
+    const alone = env.ROLE === 'web' || env.ROLE === 'worker';
+    const supervisedSandbox = env.ROLE === 'worker' && env[SANDBOX_HOST_ENV] !== undefined;
+    if (alone && !env.DATABASE_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DATABASE_URL'],
+        message: `is required with ROLE=${env.ROLE}: roles started alone share one PostgreSQL (only npm start, ROLE=all, starts an embedded one)`,
+      });
+    }
+    if (env.ROLE === 'worker' && !env.BENCHGEN_API_URL && !supervisedSandbox) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BENCHGEN_API_URL'],
+        message:
+          'is required with ROLE=worker: a worker started alone does not run the sandbox platform (npm start runs it in its own worker); run the platform on its own (e.g. npm run sandbox) and give every role BENCHGEN_API_URL, BENCHGEN_API_TOKEN and BENCHGEN_WEBHOOK_SECRET',
+      });
+    }
+    if (env.ROLE === 'web' && !env.BENCHGEN_WEBHOOK_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BENCHGEN_WEBHOOK_SECRET'],
+        message: "is required with ROLE=web: the web role verifies the platform's webhooks with it (the same whsec_... secret the platform signs with)",
+      });
+    }
+    if (env[SANDBOX_HOST_ENV] !== undefined && env.ROLE !== 'worker') {
+      ctx.addIssue({ code: 'custom', path: [SANDBOX_HOST_ENV], message: 'is set by the parent process of npm start for its worker only: unset it' });
     }
     if (env.INFERENCE_API_KEY && !env.INFERENCE_URL) {
       ctx.addIssue({ code: 'custom', path: ['INFERENCE_API_KEY'], message: 'is set but INFERENCE_URL is not: set the endpoint it is for' });
@@ -324,6 +383,10 @@ export interface Config {
   };
   reconcile: { cron: string; overdueSeconds: number };
   workerStaleSeconds: number;
+  /** `all` = both roles (as separate processes under `npm start`, or in one process with startBot). */
+  role: Role;
+  /** Set only on the worker child of `npm start` that hosts the sandbox platform. */
+  sandboxHost: { port: number; webhookUrl: string } | undefined;
   /** Where runs go: unset (neither MODELS_DIR nor INFERENCE_URL) = the simulator. */
   engines: EngineConfig;
   logLevel: string;
@@ -528,6 +591,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     reconcile: { cron: e.RECONCILE_CRON, overdueSeconds: e.RECONCILE_OVERDUE_SECONDS },
     workerStaleSeconds: e.WORKER_STALE_SECONDS,
+    role: e.ROLE as Role,
+    sandboxHost: e[SANDBOX_HOST_ENV],
     engines: engineConfig(e),
     logLevel: e.LOG_LEVEL,
   };

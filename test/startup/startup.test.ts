@@ -178,7 +178,7 @@ describe('what start-up says', () => {
       await run.waitFor('"bot ready"', 60_000);
       run.child.kill('SIGTERM');
       expect((await run.exited(30_000)).code).toBe(0);
-      sandboxUrls.push(String(logLines(run.output()).find((line) => line.msg === 'sandbox platform started in-process')?.url));
+      sandboxUrls.push(String(logLines(run.output()).find((line) => line.msg === 'sandbox platform started in the worker')?.url));
     }
     expect(sandboxUrls).toEqual([`http://127.0.0.1:${port + 1}`, `http://127.0.0.1:${port + 1}`]);
   });

@@ -1,6 +1,5 @@
 // app_mention: starts (or continues) the chat of the thread the mention is in.
 import type { App } from '@slack/bolt';
-import { enqueueTrigger } from '../../store/triggers.js';
 import type { ListenerDeps } from './deps.js';
 import { sharedFiles } from '../../store/trigger-files.js';
 
@@ -11,8 +10,7 @@ export function registerAppMention(app: App, deps: ListenerDeps): void {
     if (!teamId) return;
     const threadTs = event.thread_ts ?? event.ts;
     const files = sharedFiles((event as { files?: unknown }).files);
-    const result = await enqueueTrigger(
-      deps.db,
+    const result = await deps.enqueueTrigger(
       { create: true, channelId: event.channel, threadTs, ownerUserId: event.user },
       {
         teamId,

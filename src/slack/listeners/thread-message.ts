@@ -1,6 +1,5 @@
 // message: a reply in a thread that already has a chat continues it, without a new mention.
 import type { App } from '@slack/bolt';
-import { enqueueTrigger } from '../../store/triggers.js';
 import type { ListenerDeps } from './deps.js';
 import { sharedFiles } from '../../store/trigger-files.js';
 
@@ -26,8 +25,7 @@ export function registerThreadMessage(app: App, deps: ListenerDeps): void {
     const teamId = body.team_id ?? context.teamId;
     if (!teamId) return;
     const files = sharedFiles(message.files);
-    const result = await enqueueTrigger(
-      deps.db,
+    const result = await deps.enqueueTrigger(
       { create: false, channelId: message.channel, threadTs: message.thread_ts },
       {
         teamId,

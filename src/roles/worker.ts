@@ -1,0 +1,154 @@
+// The worker role: the job workers that run turns, the reconcile sweep, and (under npm start only)
+// the sandbox platform. It answers no Slack request and no webhook.
+import cron from 'node-cron';
+import type { Logger } from 'pino';
+import { createModelClient, withScrubbedRequests, type ModelClient } from '../agent/model.js';
+import { SYSTEM_PROMPT } from '../agent/system-prompt.js';
+import { createTools } from '../agent/tools/index.js';
+import { toolDefinitions } from '../agent/tools/tool.js';
+import type { TurnDeps } from '../agent/turn.js';
+import type { Config } from '../config.js';
+import type { HomeScheduler } from '../jobs/home-refresh.js';
+import { RECONCILE_TASK } from '../jobs/task-names.js';
+import { createTaskList } from '../jobs/tasks.js';
+import { startWorker, type WorkerHandle } from '../jobs/worker.js';
+import type { SecretScrubber } from '../logger.js';
+import { inferenceFromConfig } from '../platform/engines/engine-setup.js';
+import { trainingFromConfig } from '../platform/engines/training-setup.js';
+import { createHttpPlatform } from '../platform/http-client.js';
+import type { Platform } from '../platform/platform.js';
+import { startSandbox, type SandboxFaults, type SandboxHandle } from '../platform/sandbox/sandbox.js';
+import { createHomePublisher } from '../slack/home.js';
+import { createSlackClients, SlackPoster } from '../slack/poster.js';
+import type { DbHandle } from '../store/db.js';
+import { assertPortFree } from './web.js';
+
+export interface WorkerRole {
+  platform: Platform;
+  sandbox: SandboxHandle | undefined;
+  worker: WorkerHandle;
+  /** Where runs go, for the ready line: the sandbox's engine, 'sandbox', or the platform's URL. */
+  platformLabel: string;
+  stop(): Promise<void>;
+}
+
+export interface WorkerRoleOptions {
+  config: Config;
+  db: DbHandle;
+  databaseUrl: string;
+  logger: Logger;
+  scrubber: SecretScrubber;
+  /** Host the sandbox platform here, on this port (0 = a free one), sending webhooks to this URL; unset = BENCHGEN_API_URL. */
+  sandbox?: { port: number; webhookUrl: string; faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
+  pollIntervalMs?: number;
+  model?: ModelClient;
+  /** Schedules the owner's Home refresh after each turn. */
+  home: Pick<HomeScheduler, 'refreshAfterTurn'>;
+}
+
+export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
+  const { config, db, logger, scrubber } = options;
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) => logger.warn({ err: error }, 'shutdown step failed'));
+    }
+  };
+  try {
+    let sandbox: SandboxHandle | undefined;
+    let platform: Platform;
+    if (!options.sandbox) {
+      platform = createHttpPlatform({ baseUrl: config.platform.apiUrl!, token: config.platform.apiToken! });
+    } else {
+      // Next to the bot's port (3001 by default), so the run links already posted in Slack still
+      // work after a restart; a free port only when that one is taken.
+      const sandboxPort = options.sandbox.port;
+      const portFree = sandboxPort === 0 || (await assertPortFree(sandboxPort, '127.0.0.1').then(() => true, () => false));
+      if (!portFree) logger.warn({ port: sandboxPort }, `port ${sandboxPort} (PORT + 1) is taken: the sandbox runs on a free port, so its links change at each restart`);
+      const inference = inferenceFromConfig(config.engines);
+      const training = trainingFromConfig(config.engines, config.dataDir, logger.child({ component: 'trainer' }));
+      sandbox = await startSandbox({
+        databaseUrl: options.databaseUrl,
+        port: portFree ? sandboxPort : 0,
+        timeScale: config.platform.sandboxTimeScale,
+        webhookUrl: options.sandbox.webhookUrl,
+        logger: logger.child({ component: 'sandbox' }),
+        ...(config.platform.webhookSecret ? { webhookSecret: config.platform.webhookSecret } : {}),
+        ...(options.sandbox.faults ? { faults: options.sandbox.faults } : {}),
+        ...(options.sandbox.seed !== undefined ? { seed: options.sandbox.seed } : {}),
+        ...(options.sandbox.startingBalance !== undefined ? { startingBalance: options.sandbox.startingBalance } : {}),
+        ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
+        ...(inference ? { inference } : {}),
+        ...(training ? { training } : {}),
+      });
+      const started = sandbox;
+      cleanups.push(() => started.stop());
+      scrubber.add(sandbox.token, sandbox.webhookSecret);
+      platform = createHttpPlatform({ baseUrl: sandbox.url, token: sandbox.token });
+      logger.info({ url: sandbox.url }, 'sandbox platform started in the worker');
+    }
+
+    const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
+    const poster = new SlackPoster(db.db, slackClients, logger, scrubber);
+    const home = createHomePublisher({
+      db: db.db,
+      clients: slackClients,
+      logger,
+      scrubber,
+      getBalance: () => platform.getBalance(),
+      caps: config.spending,
+    });
+    const tools = createTools();
+    const turnDeps: TurnDeps = {
+      db: db.db,
+      config,
+      logger,
+      model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
+      platform,
+      sandbox: sandbox !== undefined && sandbox.engine === null,
+      engine: sandbox?.engine ?? null,
+      poster,
+      system: SYSTEM_PROMPT,
+      tools,
+      toolDefinitions: toolDefinitions(tools),
+      afterTurn: (chat) => options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id),
+    };
+    const worker = await startWorker({
+      pool: db.pool,
+      db: db.db,
+      logger,
+      concurrency: config.workerConcurrency,
+      staleSeconds: config.workerStaleSeconds,
+      ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+      taskList: createTaskList({
+        turn: turnDeps,
+        logger,
+        overdueSeconds: config.reconcile.overdueSeconds,
+        eventRetryAttempts: config.agent.eventRetryAttempts,
+        publishHome: home.publish,
+        buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
+      }),
+    });
+    cleanups.push(() => worker.stop());
+
+    // Every replica schedules the sweep; the job key collapses them into one queued sweep.
+    const sweep = cron.schedule(config.reconcile.cron, () => {
+      worker.utils
+        .addJob(RECONCILE_TASK, {}, { jobKey: 'reconcile', jobKeyMode: 'preserve_run_at', maxAttempts: 1 })
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the reconcile sweep'));
+    });
+    cleanups.push(async () => {
+      await sweep.stop();
+    });
+    return {
+      platform,
+      sandbox,
+      worker,
+      platformLabel: sandbox ? (sandbox.engine ?? 'sandbox') : config.platform.apiUrl!,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
