@@ -3,10 +3,10 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startFakeSlack, type FakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
-import { appMention } from '../test/fakes/slack-requests.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { startFakeSlack, type FakeSlack } from '../test/kit/fakes/slack/server.js';
+import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
+import { appMention } from '../test/kit/fakes/slack/requests.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
 
 export interface LoopsRun {

@@ -4,9 +4,9 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
-import { appMention } from '../test/fakes/slack-requests.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/server.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
+import { appMention } from '../test/kit/fakes/slack/requests.js';
 import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, slackHeaders, spawnBot, startPostgres, TEAM, waitUntil, type BotProcess } from './bench-kit.js';
 
 const RATE = envNumber('BENCH_ACK_RATE', 200);

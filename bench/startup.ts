@@ -2,8 +2,8 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/server.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
 import { botEnv, envNumber, fmt, isMain, median, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
 
 const RUNS = envNumber('BENCH_STARTUP_RUNS', 5);

@@ -4,11 +4,11 @@ import { sql } from 'kysely';
 import { startSandbox } from '../src/platform/sandbox/sandbox.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
-import { sendBlockAction } from '../test/fakes/slack-requests.js';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, type ScriptReply } from '../test/fakes/scripted-anthropic.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness, type HarnessOptions } from '../test/e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { sendBlockAction } from '../test/kit/fakes/slack/requests.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/server.js';
+import { startScriptedAnthropic, type ScriptReply } from '../test/kit/fakes/anthropic/server.js';
+import { CHANNEL, startHarness, TEAM, waitUntil, type Harness, type HarnessOptions } from '../test/kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import {
   Checks,
   checkLoopThread,

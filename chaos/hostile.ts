@@ -2,10 +2,10 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { webhookHeaders } from '../src/platform/webhooks.js';
-import { allText, text, type Script } from '../test/fakes/scripted-anthropic.js';
-import { appMention, postToBolt, signSlackRequest } from '../test/fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, type Harness } from '../test/e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { allText, text, type Script } from '../test/kit/fakes/anthropic/server.js';
+import { appMention, postToBolt, signSlackRequest } from '../test/kit/fakes/slack/requests.js';
+import { CHANNEL, startHarness, TEAM, type Harness } from '../test/kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { OWNER } from './faults.js';
 import { Checks, checkLoopThread, sandboxCounts, sleep, waitForVerdict, type Figure, type NewDatabase } from './lib.js';
 

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { Db } from '../src/store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/store/embedded-postgres.js';
-import { waitUntil, type Harness } from '../test/e2e/harness.js';
+import { waitUntil, type Harness } from '../test/kit/harness.js';
 
 export interface Figure {
   fault: string;
@@ -67,7 +67,7 @@ export function seeded(seed: number): () => number {
   };
 }
 
-export { sandboxCounts, type SandboxCounts } from '../test/e2e/harness.js';
+export { sandboxCounts, type SandboxCounts } from '../test/kit/harness.js';
 
 export function isVerdict(post: { blocks?: unknown[] }): boolean {
   return JSON.stringify(post.blocks ?? []).includes('"type":"table"');

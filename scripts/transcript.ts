@@ -10,10 +10,10 @@ import { startBot } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
-import { appMention, sendEvent } from '../test/fakes/slack-requests.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { startFakeSlack, type FakeMessage } from '../test/kit/fakes/slack/server.js';
+import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
+import { appMention, sendEvent } from '../test/kit/fakes/slack/requests.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 
 type Block = {
   type: string;

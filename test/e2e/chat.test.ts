@@ -1,8 +1,8 @@
 // End to end: a mention becomes a durable chat answered in its thread, once, whatever Slack or the model do.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { allText, text, type Script } from '../fakes/scripted-anthropic.js';
-import { postToBolt, sendEvent, appMention, signSlackRequest } from '../fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
+import { allText, text, type Script } from '../kit/fakes/anthropic/server.js';
+import { postToBolt, sendEvent, appMention, signSlackRequest } from '../kit/fakes/slack/requests.js';
+import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from '../kit/harness.js';
 
 /** Answers with how many user messages the request carries and echoes the newest one. */
 const echoScript: Script = (req) => {

@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isVerdict, waitForVerdict, within } from '../../chaos/lib.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { sandboxCounts, startHarness, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { createTestDatabase } from '../kit/database.js';
+import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 

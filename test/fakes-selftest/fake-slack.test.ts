@@ -1,7 +1,7 @@
 // Proves the fake Slack API speaks the real Web API protocol, using the real @slack/web-api WebClient against it.
 import { WebClient, type Logger, LogLevel } from '@slack/web-api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/server.js';
 
 const silent: Logger = {
   debug: () => undefined,

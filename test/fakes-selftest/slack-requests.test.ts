@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/server.js';
 import {
   appHomeOpened,
   appMention,
@@ -12,7 +12,7 @@ import {
   sendEvent,
   sendUrlVerification,
   threadMessage,
-} from '../fakes/slack-requests.js';
+} from '../kit/fakes/slack/requests.js';
 
 const SECRET = 'test-signing-secret';
 

@@ -9,7 +9,7 @@ import { freePortOutsideEphemeralRange } from '../../chaos/faults.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/store/embedded-postgres.js';
-import { waitUntil } from '../e2e/harness.js';
+import { waitUntil } from '../kit/harness.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // Test helpers for the platform suite: a sandbox on a fresh database, a webhook receiver, polling.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { createHttpPlatform, type HttpPlatformOptions } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import { startSandbox, type SandboxHandle, type SandboxOptions } from '../../src/platform/sandbox/sandbox.js';

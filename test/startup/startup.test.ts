@@ -10,8 +10,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 vi.setConfig({ testTimeout: 150_000 });
 import { STARTUP_RETRIES } from '../../src/slack/app.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack } from '../fakes/fake-slack.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { startFakeSlack } from '../kit/fakes/slack/server.js';
+import { createTestDatabase } from '../kit/database.js';
 import { baseEnv, logLines, ROOT, runBot, startMiniSlack } from './run-bot.js';
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -8,7 +8,7 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { resourceEventKey } from '../../src/store/resources.js';
 import { createGroupCommit } from '../../src/store/group-commit.js';
 import { ingestPlatformEvents, type PlatformEventInput } from '../../src/store/triggers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 const db = () => handle.db;

@@ -2,8 +2,8 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { validateBlocks, validateView, type BlockProblem } from './block-kit-limits.js';
-import { slackTs } from './slack-requests.js';
+import { validateBlocks, validateView, type BlockProblem } from './block-kit.js';
+import { slackTs } from './requests.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {

@@ -13,9 +13,9 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from '../fakes/fake-slack.js';
-import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
-import { appMention, sendEvent, userMessage, type SendEventOptions } from '../fakes/slack-requests.js';
+import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from './fakes/slack/server.js';
+import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/server.js';
+import { appMention, sendEvent, userMessage, type SendEventOptions } from './fakes/slack/requests.js';
 
 export const TEAM = 'T0FAKE';
 export const CHANNEL = 'C0LOOP';
@@ -86,7 +86,7 @@ export async function waitUntil<T>(probe: () => T | undefined | Promise<T | unde
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, ...options.slackOptions }));
   const model = options.model ?? (await startScriptedAnthropic(options.script));
-  const databaseUrl = options.databaseUrl ?? (await (await import('../helpers/database.js')).createTestDatabase('e2e'));
+  const databaseUrl = options.databaseUrl ?? (await (await import('./database.js')).createTestDatabase('e2e'));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
