@@ -1,12 +1,13 @@
 // Shared bench helpers: own embedded Postgres, bot child process with IPC, fakes' env, load, statistics.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/store/embedded-postgres.js';
+import type { EmbeddedDatabase } from '../src/store/embedded-postgres.js';
+import { createDatabaseOn, startPrivatePostgres } from '../test/kit/database.js';
+import { sleep } from '../test/kit/wait.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const TEAM = 'T0FAKE';
@@ -18,18 +19,6 @@ export function envNumber(name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isFinite(value)) throw new Error(`${name} must be a number`);
   return value;
-}
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export async function waitUntil<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 // ------------------------------------------------------------------ statistics
@@ -59,14 +48,13 @@ export interface BenchPostgres {
 
 /** Starts this bench's own embedded PostgreSQL in a temporary folder. */
 export async function startPostgres(): Promise<BenchPostgres> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-pg-'));
-  await chmod(dir, 0o755); // Postgres runs as its own user under root: it must enter the folder.
-  const server = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data') });
+  const postgres = await startPrivatePostgres({ folderPrefix: 'verdict-bench-pg-' });
+  const { server, dir } = postgres;
   return {
     server,
     dir,
     cpuMs: async () => {
-      const pid = Number((await readFile(path.join(dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      const pid = Number((await readFile(path.join(postgres.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
       let total = await processCpuMs(pid, true);
       for (const entry of await readdir('/proc')) {
         if (!/^\d+$/.test(entry)) continue;
@@ -75,21 +63,8 @@ export async function startPostgres(): Promise<BenchPostgres> {
       }
       return total;
     },
-    createDatabase: async (prefix) => {
-      const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-      const client = new pg.Client(server.url);
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE "${name}"`);
-      } finally {
-        await client.end();
-      }
-      return server.urlFor(name);
-    },
-    stop: async () => {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    },
+    createDatabase: (prefix) => createDatabaseOn(server.url, prefix),
+    stop: postgres.stop,
   };
 }
 
@@ -249,18 +224,6 @@ export async function openLoop(rate: number, durationMs: number, fire: (i: numbe
   }
   await Promise.all(inflight);
   return { sent: total, maxLagMs };
-}
-
-/** Slack's request signature headers for a body. */
-export function slackHeaders(secret: string, body: string): Record<string, string> {
-  const timestamp = Math.floor(Date.now() / 1000);
-  const signature = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
-  return {
-    'content-type': 'application/json',
-    'x-slack-request-timestamp': String(timestamp),
-    'x-slack-signature': signature,
-    'user-agent': 'Slackbot 1.0 (+https://api.slack.com/robots)',
-  };
 }
 
 /** A Slack channel id for loop `i` (each loop its own channel, so per-channel pacing never couples them). */

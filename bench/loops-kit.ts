@@ -7,7 +7,8 @@ import { startFakeSlack, type FakeSlack } from '../test/kit/fakes/slack/server.j
 import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
 import { appMention } from '../test/kit/fakes/slack/requests.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
-import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+import { slackHeaders } from '../test/kit/signing.js';
 
 export interface LoopsRun {
   postgres: BenchPostgres;

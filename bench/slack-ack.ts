@@ -7,7 +7,9 @@ import pg from 'pg';
 import { startFakeSlack } from '../test/kit/fakes/slack/server.js';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
 import { appMention } from '../test/kit/fakes/slack/requests.js';
-import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, slackHeaders, spawnBot, startPostgres, TEAM, waitUntil, type BotProcess } from './bench-kit.js';
+import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, spawnBot, startPostgres, TEAM, type BotProcess } from './bench-kit.js';
+import { slackHeaders } from '../test/kit/signing.js';
+import { waitUntil } from '../test/kit/wait.js';
 
 const RATE = envNumber('BENCH_ACK_RATE', 200);
 const DURATION_S = envNumber('BENCH_ACK_SECONDS', 30);
@@ -118,6 +120,7 @@ export async function main(): Promise<void> {
         },
         600_000,
         'every turn to finish',
+        100,
       ).catch(async () => count());
       const drainS = (performance.now() - drainStart) / 1000;
       await client.end();

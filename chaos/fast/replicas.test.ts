@@ -1,7 +1,7 @@
 // Reliability (fast variant): two replicas of the bot on one Postgres, one killed mid-turn.
 import { describe, expect, it } from 'vitest';
 import { replicas } from '../faults.js';
-import { printFigure } from '../lib.js';
+import { printFigure } from '../figure.js';
 import { createTestDatabase } from '../../test/kit/database.js';
 
 describe('reliability: two replicas', () => {

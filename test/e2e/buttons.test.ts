@@ -6,7 +6,8 @@ import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { formatUsd } from '../../src/slack/blocks/app-home.js';
 import type { FakeMessage } from '../kit/fakes/slack/server.js';
 import { sendBlockAction } from '../kit/fakes/slack/requests.js';
-import { CHANNEL, sandboxCounts, startHarness, TEAM, waitUntil, type Harness } from '../kit/harness.js';
+import { CHANNEL, sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';

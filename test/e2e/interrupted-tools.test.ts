@@ -4,10 +4,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isVerdict, waitForVerdict, within } from '../../chaos/lib.js';
+import { within } from '../kit/wait.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { createTestDatabase } from '../kit/database.js';
-import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { type Harness, isVerdict, sandboxCounts, startHarness, waitForVerdict } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';

@@ -5,11 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePortOutsideEphemeralRange } from '../../chaos/faults.js';
+import { freePortOutsideEphemeralRange } from '../kit/ports.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/store/embedded-postgres.js';
-import { waitUntil } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -16,6 +16,8 @@ import { freePort } from '../../src/store/embedded-postgres.js';
 import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from './fakes/slack/server.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/server.js';
 import { appMention, sendEvent, userMessage, type SendEventOptions } from './fakes/slack/requests.js';
+import { createTestDatabase } from './database.js';
+import { waitUntil } from './wait.js';
 
 export const TEAM = 'T0FAKE';
 export const CHANNEL = 'C0LOOP';
@@ -73,20 +75,20 @@ export async function sandboxCounts(db: Db): Promise<SandboxCounts> {
   return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
 }
 
-export async function waitUntil<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** The comparison post: the one with a table block. */
+export function isVerdict(post: { blocks?: unknown[] }): boolean {
+  return JSON.stringify(post.blocks ?? []).includes('"type":"table"');
+}
+
+/** Waits for the comparison post in a thread. */
+export async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 60_000, channel?: string) {
+  return waitUntil(() => h.posts(threadTs, channel).find(isVerdict), timeoutMs, `the comparison message in ${threadTs}`);
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, ...options.slackOptions }));
   const model = options.model ?? (await startScriptedAnthropic(options.script));
-  const databaseUrl = options.databaseUrl ?? (await (await import('./database.js')).createTestDatabase('e2e'));
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase('e2e'));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
