@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
-import { startFakeSlack } from '../test/kit/fakes/slack/server.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
 import { botEnv, envNumber, fmt, isMain, keepAliveAgent, median, post, quantile, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
 

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
 import { toolUse, type Script } from '../test/kit/fakes/anthropic/server.js';
-import { appHomeOpened, postToBolt, sendBlockAction, sendEvent, userMessage } from '../test/kit/fakes/slack/requests.js';
+import { appHomeOpened, postToBolt, sendBlockAction, sendEvent, userMessage } from '../test/kit/fakes/slack/index.js';
 import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
 import { waitUntil } from '../test/kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';

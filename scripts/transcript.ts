@@ -10,9 +10,8 @@ import { startBot } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage } from '../test/kit/fakes/slack/server.js';
+import { appMention, type FakeMessage, sendEvent, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
-import { appMention, sendEvent } from '../test/kit/fakes/slack/requests.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 
 type Block = {

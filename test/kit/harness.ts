@@ -13,9 +13,8 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from './fakes/slack/server.js';
+import { appMention, type FakeMessage, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/server.js';
-import { appMention, sendEvent, userMessage, type SendEventOptions } from './fakes/slack/requests.js';
 import { createTestDatabase } from './database.js';
 import { waitUntil } from './wait.js';
 

@@ -3,7 +3,7 @@ import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
 import { buildComparisonBlocks, comparisonRows, costSummary, nextStepsFor } from '../../src/slack/blocks/comparison.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 import { wilsonInterval } from '../../src/analysis/index.js';
-import { validateBlocks } from '../kit/fakes/slack/block-kit.js';
+import { validateBlocks } from '../kit/fakes/slack/index.js';
 
 function outcomes(n: number, correct: (i: number) => boolean, categories = 4): QuestionOutcome[] {
   return Array.from({ length: n }, (_, i) => ({ questionId: `q${String(i).padStart(5, '0')}`, category: `c${i % categories}`, correct: correct(i) }));

@@ -1,7 +1,7 @@
 // The container runs the compiled JavaScript (`npm run build`), not the TypeScript through tsx.
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/server.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 import { createTestDatabase } from '../kit/database.js';
 import { baseEnv, logLines, ROOT, runBot } from './run-bot.js';
 
