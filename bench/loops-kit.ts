@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { appMention, type FakeSlack, startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
 import { slackHeaders } from '../test/kit/signing.js';

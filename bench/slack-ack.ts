@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { appMention, startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, spawnBot, startPostgres, TEAM, type BotProcess } from './bench-kit.js';
 import { slackHeaders } from '../test/kit/signing.js';
 import { waitUntil } from '../test/kit/wait.js';

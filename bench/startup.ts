@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { botEnv, envNumber, fmt, isMain, median, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
 
 const RUNS = envNumber('BENCH_STARTUP_RUNS', 5);

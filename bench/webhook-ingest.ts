@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
 import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { botEnv, envNumber, fmt, isMain, keepAliveAgent, median, post, quantile, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
 
 const SECONDS = envNumber('BENCH_INGEST_SECONDS', 15);

@@ -1,7 +1,7 @@
 // Access scenarios: tenant isolation between workspaces, who may spend, secrets never written out, linked logs.
 import { sql } from 'kysely';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
-import { toolUse, type Script } from '../test/kit/fakes/anthropic/server.js';
+import { toolUse, type Script } from '../test/kit/fakes/anthropic/index.js';
 import { appHomeOpened, postToBolt, sendBlockAction, sendEvent, userMessage } from '../test/kit/fakes/slack/index.js';
 import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
 import { waitUntil } from '../test/kit/wait.js';

@@ -5,7 +5,7 @@ import { freePortOutsideEphemeralRange } from '../test/kit/ports.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
 import { sendBlockAction, startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, type ScriptReply } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic, type ScriptReply } from '../test/kit/fakes/anthropic/index.js';
 import { CHANNEL, type Harness, type HarnessOptions, isVerdict, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
 import { waitUntil } from '../test/kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { webhookHeaders } from '../src/platform/webhooks.js';
-import { allText, text, type Script } from '../test/kit/fakes/anthropic/server.js';
+import { allText, text, type Script } from '../test/kit/fakes/anthropic/index.js';
 import { appMention, postToBolt } from '../test/kit/fakes/slack/index.js';
 import { signSlackRequest } from '../test/kit/signing.js';
 import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';

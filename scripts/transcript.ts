@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { appMention, type FakeMessage, sendEvent, startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/server.js';
+import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 
 type Block = {

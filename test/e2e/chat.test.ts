@@ -1,6 +1,6 @@
 // End to end: a mention becomes a durable chat answered in its thread, once, whatever Slack or the model do.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { allText, text, type Script } from '../kit/fakes/anthropic/server.js';
+import { allText, text, type Script } from '../kit/fakes/anthropic/index.js';
 import { postToBolt, sendEvent, appMention } from '../kit/fakes/slack/index.js';
 import { signSlackRequest } from '../kit/signing.js';
 import { CHANNEL, startHarness, TEAM, type Harness } from '../kit/harness.js';

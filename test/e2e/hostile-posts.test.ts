@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { text, type Script } from '../kit/fakes/anthropic/server.js';
+import { text, type Script } from '../kit/fakes/anthropic/index.js';
 import { HOSTILE_TEXT, liveTokensIn } from '../helpers/live-tokens.js';
 import { startHarness, waitForVerdict } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';

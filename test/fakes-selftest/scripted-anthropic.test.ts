@@ -9,7 +9,7 @@ import {
   text,
   toolUse,
   type ScriptedAnthropic,
-} from '../kit/fakes/anthropic/server.js';
+} from '../kit/fakes/anthropic/index.js';
 
 const MODEL = 'claude-sonnet-5-5';
 const tools: Anthropic.Tool[] = [

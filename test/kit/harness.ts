@@ -14,7 +14,7 @@ import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { appMention, type FakeMessage, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
-import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/server.js';
+import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
 import { createTestDatabase } from './database.js';
 import { waitUntil } from './wait.js';
 
