@@ -1,11 +1,11 @@
 // Shared bench helpers: own embedded Postgres, bot child process with IPC, fakes' env, load, statistics.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { EmbeddedDatabase } from '../src/store/embedded-postgres.js';
+import { fakesEnv, type FakesEnvInput } from '../test/kit/bot-env.js';
 import { createDatabaseOn, startPrivatePostgres } from '../test/kit/database.js';
 import { sleep } from '../test/kit/wait.js';
 
@@ -70,25 +70,9 @@ export async function startPostgres(): Promise<BenchPostgres> {
 
 // ------------------------------------------------------------------ the bot
 
-/** Environment of a bot pointed at the fakes (same defaults as the e2e harness). */
-export function botEnv(input: { slackApiUrl: string; anthropicUrl: string; databaseUrl?: string; dataDir: string }, extra: Record<string, string> = {}) {
-  return {
-    SLACK_BOT_TOKEN: `xoxb-bench-${randomBytes(8).toString('hex')}`,
-    SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
-    SLACK_API_URL: input.slackApiUrl,
-    ANTHROPIC_API_KEY: `bench-key-${randomBytes(8).toString('hex')}`,
-    ANTHROPIC_BASE_URL: input.anthropicUrl,
-    AGENT_MODEL: 'claude-sonnet-4-5',
-    AGENT_MAX_RETRIES: '2',
-    ...(input.databaseUrl ? { DATABASE_URL: input.databaseUrl } : {}),
-    DATA_DIR: input.dataDir,
-    PORT: '0',
-    SANDBOX_TIME_SCALE: '0.01',
-    WORKER_CONCURRENCY: '8',
-    RECONCILE_OVERDUE_SECONDS: '3600',
-    LOG_LEVEL: 'info',
-    ...extra,
-  } as Record<string, string>;
+/** Environment of a bot pointed at the fakes (the e2e harness's defaults, eight turns at a time). */
+export function botEnv(input: FakesEnvInput, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...fakesEnv(input), WORKER_CONCURRENCY: '8', ...extra };
 }
 
 export interface BotProcess {

@@ -1,7 +1,6 @@
 // End-to-end harness: the real bot (in-process or as a child process) on loopback in HTTP mode, a
 // fake Slack Web API, a scripted Messages API, the sandbox platform, and a fresh Postgres database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,6 +14,7 @@ import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { appMention, type FakeMessage, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
+import { fakesEnv } from './bot-env.js';
 import { createTestDatabase } from './database.js';
 import { waitUntil } from './wait.js';
 
@@ -94,22 +94,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const mode = options.mode ?? 'inprocess';
   const port = mode === 'process' ? await freePort() : 0;
   const env: Record<string, string> = {
-    SLACK_BOT_TOKEN: `xoxb-test-${randomBytes(8).toString('hex')}`,
-    SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
-    SLACK_API_URL: slack.apiUrl,
-    ANTHROPIC_API_KEY: `test-key-${randomBytes(8).toString('hex')}`,
-    ANTHROPIC_BASE_URL: model.baseURL,
-    AGENT_MODEL: 'claude-sonnet-4-5',
-    AGENT_MAX_RETRIES: '2',
-    DATABASE_URL: databaseUrl,
-    DATA_DIR: dir,
-    PORT: String(port),
-    SANDBOX_TIME_SCALE: '0.01',
+    ...fakesEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir, port }),
     WORKER_STALE_SECONDS: '2',
     WORKER_CONCURRENCY: '4',
     RECONCILE_CRON: '*/2 * * * * *',
-    RECONCILE_OVERDUE_SECONDS: '3600',
-    LOG_LEVEL: 'info',
     ...options.env,
   };
   const db = createDb(databaseUrl, { max: 4 });
