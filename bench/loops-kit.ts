@@ -6,7 +6,10 @@ import pg from 'pg';
 import { appMention, type FakeSlack, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
-import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+import { botEnv, type BotProcess, spawnBot, TEAM } from './bot.js';
+import { channelFor, keepAliveAgent, post } from './load.js';
+import { processCpuMs } from './cpu.js';
+import { type BenchPostgres, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
 
 export interface LoopsRun {

@@ -6,7 +6,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { appMention, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
-import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, spawnBot, startPostgres, TEAM, type BotProcess } from './bench-kit.js';
+import { botEnv, type BotProcess, spawnBot, TEAM } from './bot.js';
+import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
+import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
+import { startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
 import { waitUntil } from '../test/kit/wait.js';
 

@@ -6,7 +6,10 @@ import pg from 'pg';
 import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
 import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
-import { botEnv, envNumber, fmt, isMain, keepAliveAgent, median, post, quantile, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
+import { botEnv, spawnBot, TEAM } from './bot.js';
+import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
+import { keepAliveAgent, post } from './load.js';
+import { startPostgres } from './postgres.js';
 
 const SECONDS = envNumber('BENCH_INGEST_SECONDS', 15);
 const CONCURRENCY = envNumber('BENCH_INGEST_CONCURRENCY', 32);
