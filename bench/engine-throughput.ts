@@ -8,7 +8,10 @@ import type { BenchmarkItem } from '../src/platform/benchmarks/index.js';
 import { startLlamaServer } from '../src/platform/engines/llama-server.js';
 import { createHttpPlatform } from '../src/platform/http-client.js';
 import { startSandbox } from '../src/platform/sandbox/sandbox.js';
-import { ROOT, envNumber, fmt, median, sleep, startPostgres } from './bench-kit.js';
+import { ROOT } from './bot.js';
+import { envNumber, fmt, median } from './stats.js';
+import { startPostgres } from './postgres.js';
+import { sleep } from '../test/kit/wait.js';
 
 const QUESTIONS = envNumber('BENCH_ENGINE_QUESTIONS', 24);
 const CONCURRENCY = envNumber('BENCH_ENGINE_CONCURRENCY', 2);

@@ -3,7 +3,7 @@ import { pricesFor } from '../src/agent/pricing.js';
 import { fetchOutcomes } from '../src/agent/tools/benchmark-analyze.js';
 import { createHttpPlatform } from '../src/platform/http-client.js';
 import { startSandbox } from '../src/platform/sandbox/sandbox.js';
-import { envNumber, fmt, isMain, median, report } from './bench-kit.js';
+import { envNumber, fmt, isMain, median, report } from './stats.js';
 import { query, runLoops } from './loops-kit.js';
 
 const RUNS = envNumber('BENCH_COST_RUNS', 3);

@@ -3,11 +3,15 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startFakeSlack, type FakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
-import { appMention } from '../test/fakes/slack-requests.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
-import { botEnv, channelFor, keepAliveAgent, post, processCpuMs, slackHeaders, spawnBot, startPostgres, TEAM, type BenchPostgres, type BotProcess } from './bench-kit.js';
+import { appMention, type FakeSlack, startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
+import { botEnv, type BotProcess, spawnBot, TEAM } from './bot.js';
+import { channelFor, keepAliveAgent, post } from './load.js';
+import { processCpuMs } from './cpu.js';
+import { type BenchPostgres, startPostgres } from './postgres.js';
+import { slackHeaders } from '../test/kit/signing.js';
+import { sleep } from '../test/kit/wait.js';
 
 export interface LoopsRun {
   postgres: BenchPostgres;
@@ -67,7 +71,7 @@ export async function runLoops(
       while (next < n) {
         const i = next++;
         const due = started + ((options.rampMs ?? 0) * i) / n;
-        if (due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
+        if (due > performance.now()) await sleep(due - performance.now());
         const channel = channelFor(i);
         const event = appMention({ user: 'UOWNER', text: SEED_MESSAGE, channel, team: TEAM });
         slack.seedMessage({ channel, user: 'UOWNER', text: SEED_MESSAGE, ts: event.ts as string });
@@ -92,7 +96,7 @@ export async function runLoops(
     }
     peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
     options.onProgress?.(n - open.size);
-    if (open.size > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+    if (open.size > 0) await sleep(250);
   }
   const wallMs = performance.now() - started;
   const changes = [...startedAt.map((t) => [t, 1] as const), ...finishedAt.filter((t) => t !== undefined).map((t) => [t, -1] as const)].sort((a, b) => a[0] - b[0] || a[1] - b[1]);

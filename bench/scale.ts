@@ -1,5 +1,5 @@
 // Scale: 1,000 concurrent loops in one bot process on the sandbox: peak RSS, turns/s, worst queue wait.
-import { envNumber, fmt, isMain, quantile, report } from './bench-kit.js';
+import { envNumber, fmt, isMain, quantile, report } from './stats.js';
 import { query, runLoops } from './loops-kit.js';
 
 const LOOPS = envNumber('BENCH_SCALE_LOOPS', 1000);

@@ -6,11 +6,15 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
-import { appMention } from '../test/fakes/slack-requests.js';
+import { appMention, startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { generateWebhookSecret } from '../src/platform/webhooks.js';
-import { botEnv, channelFor, envNumber, fmt, isMain, keepAliveAgent, median, openLoop, post, quantile, report, slackHeaders, spawnBot, spawnMain, startPostgres, TEAM, waitUntil, type BotProcess } from './bench-kit.js';
+import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
+import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
+import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
+import { startPostgres } from './postgres.js';
+import { slackHeaders } from '../test/kit/signing.js';
+import { waitUntil } from '../test/kit/wait.js';
 
 const RATE = envNumber('BENCH_ACK_RATE', 200);
 const DURATION_S = envNumber('BENCH_ACK_SECONDS', 30);
@@ -126,6 +130,7 @@ export async function main(): Promise<void> {
             },
             600_000,
             'every turn to finish',
+            100,
           ).catch(async () => count());
       const drainS = (performance.now() - drainStart) / 1000;
       await client.end();

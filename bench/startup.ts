@@ -2,9 +2,11 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
-import { botEnv, envNumber, fmt, isMain, median, report, spawnBot, startPostgres, TEAM } from './bench-kit.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
+import { botEnv, spawnBot, TEAM } from './bot.js';
+import { envNumber, fmt, isMain, median, report } from './stats.js';
+import { startPostgres } from './postgres.js';
 
 const RUNS = envNumber('BENCH_STARTUP_RUNS', 5);
 

@@ -1,5 +1,5 @@
 // Overhead per step: platform webhook received -> first Slack API call of the turn it wakes (model instant).
-import { envNumber, fmt, isMain, median, quantile, report } from './bench-kit.js';
+import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { query, runLoops } from './loops-kit.js';
 
 const LOOPS = envNumber('BENCH_STEP_LOOPS', 5);

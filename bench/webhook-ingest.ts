@@ -5,9 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, text } from '../test/fakes/scripted-anthropic.js';
-import { botEnv, envNumber, fmt, isMain, keepAliveAgent, median, post, quantile, report, spawnMain, startPostgres, TEAM } from './bench-kit.js';
+import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
+import { botEnv, spawnMain, TEAM } from './bot.js';
+import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
+import { keepAliveAgent, post } from './load.js';
+import { startPostgres } from './postgres.js';
 
 const SECONDS = envNumber('BENCH_INGEST_SECONDS', 15);
 const CONCURRENCY = envNumber('BENCH_INGEST_CONCURRENCY', 32);

@@ -1,12 +1,16 @@
 // Access scenarios: tenant isolation between workspaces, who may spend, secrets never written out, linked logs.
 import { sql } from 'kysely';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
-import { toolUse, type Script } from '../test/fakes/scripted-anthropic.js';
-import { appHomeOpened, postToBolt, sendBlockAction, sendEvent, userMessage } from '../test/fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from '../test/e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { toolUse, type Script } from '../test/kit/fakes/anthropic/index.js';
+import { appHomeOpened, postToBolt, sendBlockAction, sendEvent, userMessage } from '../test/kit/fakes/slack/index.js';
+import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
+import { waitUntil } from '../test/kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { OWNER } from './faults.js';
-import { Checks, checkLoopThread, sandboxCounts, sleep, waitForVerdict, type Figure, type NewDatabase } from './lib.js';
+import { Checks, type Figure } from './figure.js';
+import { checkLoopThread } from './loop-checks.js';
+import { sleep } from '../test/kit/wait.js';
+import { type NewDatabase } from '../test/kit/database.js';
 
 const OTHER_TEAM = 'T0OTHER';
 const OTHER_CHANNEL = 'C0OTHER';

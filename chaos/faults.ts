@@ -1,30 +1,21 @@
 // Fault scenarios: crashes, a Postgres restart, Slack and model outages, platform errors, webhook storms, replicas.
-import net from 'node:net';
 import { sql } from 'kysely';
 import { startSandbox } from '../src/platform/sandbox/sandbox.js';
+import { freePortOutsideEphemeralRange } from '../test/kit/ports.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
-import { sendBlockAction } from '../test/fakes/slack-requests.js';
-import { startFakeSlack } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic, type ScriptReply } from '../test/fakes/scripted-anthropic.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness, type HarnessOptions } from '../test/e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
-import {
-  Checks,
-  checkLoopThread,
-  isVerdict,
-  launchesPerChat,
-  sandboxCounts,
-  seeded,
-  sleep,
-  startPrivatePostgres,
-  stateDump,
-  startWebhookProxy,
-  waitForVerdict,
-  within,
-  type Figure,
-  type NewDatabase,
-} from './lib.js';
+import { sendBlockAction, startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic, type ScriptReply } from '../test/kit/fakes/anthropic/index.js';
+import { CHANNEL, type Harness, type HarnessOptions, isVerdict, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
+import { waitUntil } from '../test/kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
+import { Checks, type Figure } from './figure.js';
+import { checkLoopThread, launchesPerChat } from './loop-checks.js';
+import { seeded } from '../test/kit/random.js';
+import { sleep, within } from '../test/kit/wait.js';
+import { type NewDatabase, startPrivatePostgres } from '../test/kit/database.js';
+import { stateDump } from './state-dump.js';
+import { startWebhookProxy } from './webhook-proxy.js';
 
 export const OWNER = 'UOWNER';
 const SWEEP_ENV = { RECONCILE_OVERDUE_SECONDS: '2', RECONCILE_CRON: '* * * * * *' };
@@ -90,19 +81,6 @@ export async function crashLoop(o: { points: number; seed?: number; newDatabase?
   };
 }
 
-/** A free port below the kernel's ephemeral range, for a Postgres that must restart on the same port. */
-export async function freePortOutsideEphemeralRange(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 10_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
 /** A dedicated Postgres stopped and started again on the same port while loops run. */
 export async function postgresRestart(o: { restarts: number; downMs?: number }): Promise<Figure> {
   const started = Date.now();
@@ -110,7 +88,7 @@ export async function postgresRestart(o: { restarts: number; downMs?: number }):
   // A port below the kernel's ephemeral range: while Postgres is down, no other process binding
   // port 0 (bots, sandboxes, fakes of parallel tests) can take it.
   const port = await freePortOutsideEphemeralRange();
-  const pg = await startPrivatePostgres(port);
+  const pg = await startPrivatePostgres({ port });
   let server = pg.server;
   const url = await pg.newDatabase();
   const h = await loopHarness({ mode: 'process', databaseUrl: url, env: SWEEP_ENV });

@@ -2,12 +2,16 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { webhookHeaders } from '../src/platform/webhooks.js';
-import { allText, text, type Script } from '../test/fakes/scripted-anthropic.js';
-import { appMention, postToBolt, signSlackRequest } from '../test/fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, type Harness } from '../test/e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { allText, text, type Script } from '../test/kit/fakes/anthropic/index.js';
+import { appMention, postToBolt } from '../test/kit/fakes/slack/index.js';
+import { signSlackRequest } from '../test/kit/signing.js';
+import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { OWNER } from './faults.js';
-import { Checks, checkLoopThread, sandboxCounts, sleep, waitForVerdict, type Figure, type NewDatabase } from './lib.js';
+import { Checks, type Figure } from './figure.js';
+import { checkLoopThread } from './loop-checks.js';
+import { sleep } from '../test/kit/wait.js';
+import { type NewDatabase } from '../test/kit/database.js';
 
 async function count(h: Harness, table: 'triggers' | 'webhook_receipts' | 'turns'): Promise<number> {
   const row = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)}`.execute(h.db.db);

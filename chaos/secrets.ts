@@ -1,5 +1,5 @@
 // Full variant: an end-to-end run with errors on every side, scanned for every configured secret; linked logs.
 import { secretsAndLogs } from './access.js';
-import { runChaos } from './lib.js';
+import { runChaos } from './figure.js';
 
 await runChaos((newDatabase) => secretsAndLogs({ newDatabase }));

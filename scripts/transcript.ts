@@ -10,10 +10,11 @@ import { startBot } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage } from '../test/fakes/fake-slack.js';
-import { startScriptedAnthropic } from '../test/fakes/scripted-anthropic.js';
-import { appMention, sendEvent } from '../test/fakes/slack-requests.js';
-import { loopScript, SEED_MESSAGE } from '../test/e2e/loop-script.js';
+import { appMention, type FakeMessage, sendEvent, startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
+import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
+import { isVerdict } from '../test/kit/harness.js';
+import { waitUntil } from '../test/kit/wait.js';
 
 type Block = {
   type: string;
@@ -95,13 +96,8 @@ export async function generateWalkthrough(options: { databaseUrl?: string } = {}
     slack.seedMessage({ channel: 'C0ML', user: 'U0ALICE', text: SEED_MESSAGE, ts: event.ts as string });
     await sendEvent(`${bot.url}/slack/events`, secret, event, { teamId: 'T0FAKE' });
     const thread = event.ts as string;
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const posts = slack.messages('C0ML', thread).filter((m) => !m.seeded);
-      if (posts.some((p) => JSON.stringify(p.blocks ?? []).includes('"type":"table"'))) break;
-      if (Date.now() > deadline) throw new Error('the loop did not post its comparison within 120 s');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const posts = () => slack.messages('C0ML', thread).filter((m) => !m.seeded);
+    await waitUntil(() => posts().some(isVerdict) || undefined, 120_000, 'the loop to post its comparison', 200);
     const lines = [HEADER, '', `**@alice:** ${SEED_MESSAGE.replace('<@UBOT>', '@verdict')}`, ''];
     for (const post of slack.messages('C0ML', thread).filter((m) => !m.seeded)) {
       lines.push('**verdict (bot):**', '```', renderMessage(post).replaceAll('<@U0ALICE>', '@alice'), '```', '');

@@ -15,7 +15,7 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { createPost, markPostDelivered } from '../../src/store/posts.js';
 import { getTrigger } from '../../src/store/triggers.js';
 import type { Chat, Trigger, TriggerKind } from '../../src/store/tables.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const config = loadConfig({
   SLACK_BOT_TOKEN: 'xoxb-t',

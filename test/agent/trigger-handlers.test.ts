@@ -14,7 +14,7 @@ import { findResourceByPlatformId, upsertResource } from '../../src/store/resour
 import type { Chat, Trigger, TriggerKind } from '../../src/store/tables.js';
 import { getTrigger } from '../../src/store/triggers.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const config = loadConfig({ SLACK_BOT_TOKEN: 'xoxb-t', SLACK_SIGNING_SECRET: 's', ANTHROPIC_API_KEY: 'k', ADMIN_USER_IDS: 'UADMIN' });
 

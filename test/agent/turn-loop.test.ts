@@ -16,7 +16,7 @@ import { upsertResource } from '../../src/store/resources.js';
 import type { Chat, TriggerKind } from '../../src/store/tables.js';
 import { enqueueTrigger, getTrigger } from '../../src/store/triggers.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const config = loadConfig({ SLACK_BOT_TOKEN: 'xoxb-t', SLACK_SIGNING_SECRET: 's', ANTHROPIC_API_KEY: 'k', AGENT_MODEL: 'claude-sonnet-4-5' });
 

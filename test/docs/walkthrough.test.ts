@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateWalkthrough, maskVolatile, WALKTHROUGH_PATH } from '../../scripts/transcript.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -1,7 +1,7 @@
 // End to end: a benchmark file shared in a Slack thread is downloaded with the bot token, uploaded to the platform, and usable by its id.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lastToolResults, lastUserContent, text, toolUse, type Script } from '../fakes/scripted-anthropic.js';
-import { startHarness, TEAM, type Harness } from './harness.js';
+import { lastToolResults, lastUserContent, text, toolUse, type Script } from '../kit/fakes/anthropic/index.js';
+import { startHarness, TEAM, type Harness } from '../kit/harness.js';
 
 /** Imports the file the newest message shares, then repeats the tool's answer in the thread. */
 const importScript: Script = (req) => {

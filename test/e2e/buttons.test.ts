@@ -4,10 +4,10 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { formatUsd } from '../../src/slack/blocks/app-home.js';
-import type { FakeMessage } from '../fakes/fake-slack.js';
-import { sendBlockAction } from '../fakes/slack-requests.js';
-import { CHANNEL, sandboxCounts, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { type FakeMessage, sendBlockAction } from '../kit/fakes/slack/index.js';
+import { CHANNEL, sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 const RUN_104 = '<@UBOT> Run benchmark 104 on Qwen2.5-0.5B-Instruct';

@@ -1,8 +1,8 @@
 // End to end: a run cancelled on the platform wakes the thread, which says it was cancelled and what it cost, and nothing more is launched.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
-import { sandboxCounts, startHarness, TEAM, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 

@@ -1,8 +1,10 @@
 // End to end: a mention becomes a durable chat answered in its thread, once, whatever Slack or the model do.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { allText, text, type Script } from '../fakes/scripted-anthropic.js';
-import { postToBolt, sendEvent, appMention, signSlackRequest } from '../fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
+import { allText, text, type Script } from '../kit/fakes/anthropic/index.js';
+import { postToBolt, sendEvent, appMention } from '../kit/fakes/slack/index.js';
+import { signSlackRequest } from '../kit/signing.js';
+import { CHANNEL, startHarness, TEAM, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
 
 /** Answers with how many user messages the request carries and echoes the newest one. */
 const echoScript: Script = (req) => {

@@ -2,11 +2,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { waitForVerdict } from '../../chaos/lib.js';
-import { text, type Script } from '../fakes/scripted-anthropic.js';
+import { text, type Script } from '../kit/fakes/anthropic/index.js';
 import { HOSTILE_TEXT, liveTokensIn } from '../helpers/live-tokens.js';
-import { startHarness, waitUntil } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { startHarness, waitForVerdict } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER1';
 

@@ -4,11 +4,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isVerdict, waitForVerdict, within } from '../../chaos/lib.js';
+import { within } from '../kit/wait.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { sandboxCounts, startHarness, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { createTestDatabase } from '../kit/database.js';
+import { type Harness, isVerdict, sandboxCounts, startHarness, waitForVerdict } from '../kit/harness.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 

@@ -8,9 +8,10 @@ import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { formatCredits, formatUsd } from '../../src/slack/blocks/app-home.js';
 import { PLAN_STEP_KINDS } from '../../src/agent/plan.js';
-import { sendBlockAction } from '../fakes/slack-requests.js';
-import { CHANNEL, sandboxCounts, startHarness, TEAM, waitUntil, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from './loop-script.js';
+import { sendBlockAction } from '../kit/fakes/slack/index.js';
+import { CHANNEL, sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE, type LoopScriptOptions } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 

@@ -9,8 +9,9 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import type { QuestionOutcome } from '../../src/analysis/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
-import { CHANNEL, sandboxCounts, startHarness, waitUntil, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { CHANNEL, sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 const MODEL_FILE = path.resolve(import.meta.dirname, '../../../shared/models/stories260K.gguf');

@@ -12,8 +12,9 @@ import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/l
 import { backendGenerator } from '../kit/fakes/inference-backend.js';
 import { startFakeSglang, type FakeSglang } from '../kit/fakes/sglang.js';
 import { startFakeVllm, type FakeVllm } from '../kit/fakes/vllm.js';
-import { sandboxCounts, startHarness, waitUntil, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 const MODEL = 'stories260K';

@@ -6,9 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeTogether, type FakeTogether } from '../fakes/together.js';
-import { sandboxCounts, startHarness, waitUntil, type Harness } from './harness.js';
-import { loopScript, SEED_MESSAGE } from './loop-script.js';
+import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
+import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
 const MODEL = 'togethercomputer/Tiny-Stories-Instruct';

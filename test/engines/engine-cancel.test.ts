@@ -13,8 +13,9 @@ import { createPytorchTrainer } from '../../src/platform/engines/pytorch-trainer
 import { chargeFor } from '../../src/platform/engines/run-executor.js';
 import type { SandboxOptions } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { sleep, startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
+import { createTestDatabase } from '../kit/database.js';
+import { sleep } from '../kit/wait.js';
+import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
 
 /** The shared test model, beside the repository (or beside the folder of worktrees). */
 const SOURCE_MODEL =

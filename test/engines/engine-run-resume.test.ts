@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { startFakeOpenAi } from '../fakes/openai-faults.js';
+import { createTestDatabase } from '../kit/database.js';
+import { startFakeOpenAi } from '../kit/fakes/openai-faults.js';
 import { startReceiver, waitFor, waitForRun } from '../platform/helpers.js';
 
 const cleanups: Array<() => Promise<unknown> | void> = [];

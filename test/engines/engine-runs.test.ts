@@ -6,7 +6,7 @@ import { generationBudget } from '../../src/platform/engines/inference.js';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
 import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
-import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai-faults.js';
+import { startFakeOpenAi, type FakeOpenAiServer } from '../kit/fakes/openai-faults.js';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

@@ -7,7 +7,7 @@ import {
   generationBudget,
   type InferenceEngine,
 } from '../../src/platform/engines/inference.js';
-import { startFakeOpenAi, type FakeOpenAiServer } from '../fakes/openai-faults.js';
+import { startFakeOpenAi, type FakeOpenAiServer } from '../kit/fakes/openai-faults.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

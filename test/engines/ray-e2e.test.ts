@@ -6,8 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sandboxCounts, startHarness, waitUntil, type Harness } from '../e2e/harness.js';
-import { loopScript, SEED_MESSAGE } from '../e2e/loop-script.js';
+import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
+import { waitUntil } from '../kit/wait.js';
+import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 
 const OWNER = 'UOWNER';

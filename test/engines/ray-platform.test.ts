@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 

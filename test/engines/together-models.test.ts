@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadEngineConfig } from '../../src/config.js';
 import { createTogetherTrainer } from '../../src/platform/engines/together-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../src/platform/engines/trainer.js';
-import { startFakeTogether, type FakeTogether } from '../fakes/together.js';
+import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const TOGETHER_MODEL = 'Qwen/Qwen2.5-0.5B-Instruct';
 const LOCAL_MODEL = 'qwen2.5-0.5b-instruct-q8_0';

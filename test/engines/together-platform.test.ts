@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '../../src/platform/errors.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
-import { startFakeTogether, type FakeTogether } from '../fakes/together.js';
+import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const MODEL = 'togethercomputer/Tiny-Stories-Instruct';
 const BENCHMARK = '501';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTogetherTrainer, togetherSuffix } from '../../src/platform/engines/together-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../src/platform/engines/trainer.js';
-import { startFakeTogether, type FakeTogether } from '../fakes/together.js';
+import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const MODEL = 'meta-llama/Llama-3.2-1B-Instruct';
 const EXAMPLES = [

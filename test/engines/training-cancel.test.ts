@@ -8,8 +8,9 @@ import { PlatformError } from '../../src/platform/errors.js';
 import type { Trainer } from '../../src/platform/engines/trainer.js';
 import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
 import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { sleep, startTestSandbox, waitFor, waitForTraining, type TestSandbox } from '../platform/helpers.js';
+import { createTestDatabase } from '../kit/database.js';
+import { sleep } from '../kit/wait.js';
+import { startTestSandbox, waitFor, waitForTraining, type TestSandbox } from '../platform/helpers.js';
 import { testTrainer } from './fixtures/test-trainer.js';
 
 const ENGINE = 'test engine, CPU';

@@ -12,7 +12,7 @@ import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
 import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receiver, type TestSandbox } from '../platform/helpers.js';
 import { testTrainer } from './fixtures/test-trainer.js';
 

@@ -1,7 +1,7 @@
 // Proves the fake Slack API speaks the real Web API protocol, using the real @slack/web-api WebClient against it.
 import { WebClient, type Logger, LogLevel } from '@slack/web-api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 
 const silent: Logger = {
   debug: () => undefined,
@@ -38,7 +38,7 @@ describe('fake Slack Web API', () => {
     expect(slack.callsTo('auth.test').map((c) => c.token)).toEqual(['xoxb-test', 'xoxb-other']);
   });
 
-  it('posts, updates and deletes messages, parsing form-encoded blocks back into values', async () => {
+  it('posts and updates messages, parsing form-encoded blocks back into values', async () => {
     const posted = await client.chat.postMessage({ channel: 'C1', thread_ts: '1733150000.000100', text: 'first', blocks: [section('*hello*')] });
     expect(posted.ok).toBe(true);
     expect(posted.ts).toMatch(/^\d{10}\.\d{6}$/);
@@ -51,10 +51,10 @@ describe('fake Slack Web API', () => {
     expect(call?.status).toBe(200);
 
     await client.chat.update({ channel: 'C1', ts: String(posted.ts), text: 'edited', blocks: [section('changed')] });
-    await client.chat.delete({ channel: 'C1', ts: String(second.ts) });
     const messages = slack.messages('C1', '1733150000.000100');
-    expect(messages).toHaveLength(1);
+    expect(messages).toHaveLength(2);
     expect(messages[0]).toMatchObject({ text: 'edited', blocks: [section('changed')], updates: 1 });
+    expect(messages[1]).toMatchObject({ text: 'second', updates: 0 });
 
     await expect(client.chat.update({ channel: 'C1', ts: '1.000001', text: 'x' })).rejects.toMatchObject({
       data: { error: 'message_not_found' },
@@ -168,7 +168,7 @@ describe('fake Slack Web API', () => {
   });
 
   it('accepts JSON bodies, records unknown methods and resolves waitFor on a later call', async () => {
-    const waiting = slack.waitFor((c) => c.method === 'reactions.add', 2000);
+    const waiting = slack.waitFor((c) => c.method === 'chat.postEphemeral', 2000);
     const response = await fetch(`${slack.apiUrl}chat.postMessage`, {
       method: 'POST',
       headers: { 'content-type': 'application/json; charset=utf-8', authorization: 'Bearer xoxb-json' },
@@ -176,8 +176,9 @@ describe('fake Slack Web API', () => {
     });
     expect(await response.json()).toMatchObject({ ok: true, channel: 'C9' });
     await expect(client.apiCall('nope.nothing')).rejects.toMatchObject({ data: { error: 'unknown_method' } });
-    await client.reactions.add({ channel: 'C9', timestamp: '1733150000.000100', name: 'eyes' });
-    expect((await waiting).args).toMatchObject({ name: 'eyes' });
+    await client.chat.postEphemeral({ channel: 'C9', user: 'U1', text: 'only you' });
+    expect((await waiting).args).toMatchObject({ user: 'U1', text: 'only you' });
+    expect(slack.ephemerals).toEqual([expect.objectContaining({ channel: 'C9', user: 'U1', text: 'only you' })]);
     expect(slack.callsTo('chat.postMessage')[0]).toMatchObject({ token: 'xoxb-json', args: { blocks: [section('json')] } });
     expect(slack.callsTo('nope.nothing')).toHaveLength(1);
   });

@@ -9,7 +9,7 @@ import {
   text,
   toolUse,
   type ScriptedAnthropic,
-} from '../fakes/scripted-anthropic.js';
+} from '../kit/fakes/anthropic/index.js';
 
 const MODEL = 'claude-sonnet-5-5';
 const tools: Anthropic.Tool[] = [

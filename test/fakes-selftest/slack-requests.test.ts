@@ -3,16 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
-import {
-  appHomeOpened,
-  appMention,
-  botMessage,
-  sendBlockAction,
-  sendEvent,
-  sendUrlVerification,
-  threadMessage,
-} from '../fakes/slack-requests.js';
+import { appHomeOpened, appMention, botMessage, type FakeSlack, sendBlockAction, sendEvent, sendUrlVerification, startFakeSlack, threadMessage } from '../kit/fakes/slack/index.js';
 
 const SECRET = 'test-signing-secret';
 

@@ -3,7 +3,7 @@ import { startHttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, migrateToLatest } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const logger = createLogger({ level: 'silent', secrets: [] });
 const webhook = async () => undefined;

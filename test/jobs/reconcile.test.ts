@@ -6,7 +6,7 @@ import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { findResourceByPlatformId, upsertResource } from '../../src/store/resources.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 let sandbox: TestSandbox;

@@ -1,15 +1,14 @@
 // The job engine survives a database outage that kills a worker: graphile-worker 0.16 drops a worker
 // for good when it cannot record a job's end; the bot must replace it, or turns stop for ever.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePortOutsideEphemeralRange } from '../../chaos/faults.js';
+import { startPrivatePostgres } from '../kit/database.js';
+import { freePortOutsideEphemeralRange } from '../kit/ports.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/store/embedded-postgres.js';
-import { waitUntil } from '../e2e/harness.js';
+import { waitUntil } from '../kit/wait.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -18,12 +17,11 @@ afterAll(async () => {
 
 describe('job workers and a database outage', () => {
   it('replaces a worker that died releasing its job while Postgres was down, and runs later jobs', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-worker-pg-'));
-    await chmod(dir, 0o755);
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const dataDir = path.join(dir, 'data');
     const port = await freePortOutsideEphemeralRange();
-    let server: EmbeddedDatabase = await startEmbeddedPostgres({ dataDir, port });
+    const postgres = await startPrivatePostgres({ port, folderPrefix: 'verdict-worker-pg-' });
+    cleanups.push(() => rm(postgres.dir, { recursive: true, force: true }));
+    const dataDir = postgres.dataDir;
+    let server: EmbeddedDatabase = postgres.server;
     cleanups.push(() => server.stop());
     const url = server.urlFor('postgres');
     const handle: DbHandle = createDb(url, { max: 6, onError: () => undefined });

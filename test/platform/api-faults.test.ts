@@ -4,7 +4,8 @@ import { PlatformError } from '../../src/platform/errors.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
-import { sleep, startTestSandbox } from './helpers.js';
+import { startTestSandbox } from './helpers.js';
+import { sleep } from '../kit/wait.js';
 
 let sandbox: SandboxHandle;
 let platform: Platform;

@@ -7,7 +7,8 @@ import { PlatformError } from '../../src/platform/errors.js';
 import type { Platform, Run } from '../../src/platform/platform.js';
 import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
-import { sleep, startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver } from './helpers.js';
+import { sleep } from '../kit/wait.js';
+import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver } from './helpers.js';
 
 const MODEL = 'qwen/Qwen2.5-0.5B-Instruct';
 

@@ -1,7 +1,8 @@
 // Test helpers for the platform suite: a sandbox on a fresh database, a webhook receiver, polling.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
+import { waitUntil } from '../kit/wait.js';
 import { createHttpPlatform, type HttpPlatformOptions } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import { startSandbox, type SandboxHandle, type SandboxOptions } from '../../src/platform/sandbox/sandbox.js';
@@ -71,19 +72,9 @@ export async function startReceiver(port = 0): Promise<Receiver> {
   });
 }
 
-/** Polls `check` until it returns a value other than undefined/false. */
-export async function waitFor<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+/** Polls `check` (see {@link waitUntil}) with this suite's defaults: 10 s, every 25 ms. */
+export function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+  return waitUntil(check, timeoutMs, 'condition', intervalMs);
 }
 
 export async function waitForRun(platform: Platform, id: string, timeoutMs = 15_000) {
@@ -99,5 +90,3 @@ export async function waitForTraining(platform: Platform, id: string, timeoutMs 
     return job.status === 'completed' || job.status === 'failed' ? job : undefined;
   }, timeoutMs);
 }
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

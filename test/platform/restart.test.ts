@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import { startSandbox } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';

@@ -5,7 +5,8 @@ import type { Platform, WebhookEvent } from '../../src/platform/platform.js';
 import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
-import { sleep, startReceiver, startTestSandbox, waitFor, waitForRun, waitForTraining, type Receiver } from './helpers.js';
+import { startReceiver, startTestSandbox, waitFor, waitForRun, waitForTraining, type Receiver } from './helpers.js';
+import { sleep } from '../kit/wait.js';
 
 let sandbox: SandboxHandle;
 let platform: Platform;

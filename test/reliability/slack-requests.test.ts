@@ -3,9 +3,10 @@ import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INBOUND_LIMITS } from '../../src/slack/limits.js';
-import { allText, text } from '../fakes/scripted-anthropic.js';
-import { appMention, postToBolt, signSlackRequest } from '../fakes/slack-requests.js';
-import { CHANNEL, startHarness, TEAM, type Harness } from '../e2e/harness.js';
+import { allText, text } from '../kit/fakes/anthropic/index.js';
+import { appMention, postToBolt } from '../kit/fakes/slack/index.js';
+import { signSlackRequest } from '../kit/signing.js';
+import { CHANNEL, startHarness, TEAM, type Harness } from '../kit/harness.js';
 
 const OWNER = 'UOWNER1';
 

@@ -8,11 +8,11 @@ import { loadConfig } from '../../src/config.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { generateWebhookSecret } from '../../src/platform/webhooks.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
-import { startScriptedAnthropic, text, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
-import { appMention, sendEvent } from '../fakes/slack-requests.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { waitUntil } from '../e2e/harness.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
+import { startScriptedAnthropic, text, type ScriptedAnthropic } from '../kit/fakes/anthropic/index.js';
+import { appMention, sendEvent } from '../kit/fakes/slack/index.js';
+import { createTestDatabase } from '../kit/database.js';
+import { waitUntil } from '../kit/wait.js';
 import { baseEnv, logLines, runBot, type BotRun } from '../startup/run-bot.js';
 
 // Every test starts bot processes; on a loaded 2-core machine one start alone can take 30 s.

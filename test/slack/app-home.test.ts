@@ -13,7 +13,7 @@ import {
   type HomeViewInput,
 } from '../../src/slack/blocks/app-home.js';
 import type { ActivityEntry, ActivityTotals } from '../../src/store/activity-queries.js';
-import { validateView } from '../fakes/block-kit-limits.js';
+import { validateView } from '../kit/fakes/slack/index.js';
 import { parseCsv } from '../helpers/csv.js';
 
 type Block = { type: string; text?: { text: string }; fields?: { text: string }[]; elements?: Record<string, unknown>[] };

@@ -6,7 +6,7 @@ import { buildComparisonBlocks, comparisonRows, costSummary } from '../../src/sl
 import { renderReply } from '../../src/slack/blocks/reply.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 import { wilsonInterval } from '../../src/analysis/index.js';
-import { validateBlocks } from '../fakes/block-kit-limits.js';
+import { validateBlocks } from '../kit/fakes/slack/index.js';
 
 function outcomes(n: number, correct: (i: number) => boolean, categories = 4): QuestionOutcome[] {
   return Array.from({ length: n }, (_, i) => ({ questionId: `q${String(i).padStart(5, '0')}`, category: `c${i % categories}`, correct: correct(i) }));

@@ -5,9 +5,9 @@ import { CSV_COLUMNS } from '../../src/slack/blocks/app-home.js';
 import { createHomePublisher, type BalanceReading } from '../../src/slack/home.js';
 import { createSlackClients } from '../../src/slack/poster.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 import { seedChat, seedTurn } from '../helpers/activity-seed.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 import { parseCsv } from '../helpers/csv.js';
 
 const TEAM = 'T0FAKE';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildHomeView } from '../../src/slack/blocks/app-home.js';
 import type { ActivityTotals } from '../../src/store/activity-queries.js';
-import { validateView } from '../fakes/block-kit-limits.js';
+import { validateView } from '../kit/fakes/slack/index.js';
 
 const totals: ActivityTotals = { loopsInProgress: 0, creditsSpent: '0', creditsInFlight: '0', agentCostUsd: '0', turns: 0 };
 

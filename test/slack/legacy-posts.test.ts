@@ -12,8 +12,8 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { appendMessage, listMessages } from '../../src/store/messages.js';
 import { createPost } from '../../src/store/posts.js';
 import { getTrigger } from '../../src/store/triggers.js';
-import { startFakeSlack, type FakeMessage, type FakeSlack } from '../fakes/fake-slack.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { startFakeSlack, type FakeMessage, type FakeSlack } from '../kit/fakes/slack/index.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const TEAM = 'T0LEGACY';
 const CHANNEL = 'C0LEGACY';

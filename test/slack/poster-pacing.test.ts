@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSlackClients, SlackPoster } from '../../src/slack/poster.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, reservePostSlot } from '../../src/store/posts.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
+import { createTestDatabase } from '../kit/database.js';
 
 const TEAM = 'T0FAKE';
 let url: string;

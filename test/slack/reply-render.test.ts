@@ -6,7 +6,7 @@ import { partsFromStored, type ComparisonPart, type Reply, type ReplyPart } from
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { capBlocks, offeredChoices, renderReply } from '../../src/slack/blocks/reply.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
-import { validateBlocks } from '../fakes/block-kit-limits.js';
+import { validateBlocks } from '../kit/fakes/slack/index.js';
 
 const OWNER = 'UOWNER';
 

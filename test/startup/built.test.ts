@@ -1,8 +1,8 @@
 // The container runs the compiled JavaScript (`npm run build`), not the TypeScript through tsx.
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
+import { createTestDatabase } from '../kit/database.js';
 import { baseEnv, logLines, ROOT, runBot } from './run-bot.js';
 
 let slack: FakeSlack | undefined;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 
 // Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
 vi.setConfig({ testTimeout: 150_000 });
-import { startFakeSlack, type FakeSlack } from '../fakes/fake-slack.js';
+import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 import { baseEnv, logLines, runBot } from './run-bot.js';
 
 let slack: FakeSlack | undefined;

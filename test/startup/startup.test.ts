@@ -10,9 +10,9 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 vi.setConfig({ testTimeout: 150_000 });
 import { STARTUP_RETRIES } from '../../src/slack/app.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack } from '../fakes/fake-slack.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { baseEnv, logLines, ROOT, runBot, startMiniSlack } from './run-bot.js';
+import { startFakeSlack, startMiniSlack } from '../kit/fakes/slack/index.js';
+import { createTestDatabase } from '../kit/database.js';
+import { baseEnv, logLines, ROOT, runBot } from './run-bot.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {

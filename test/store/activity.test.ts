@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activityCsvRows, activityTotals, listActivity, threadLink } from '../../src/store/activity-queries.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { seedChat, seedTurn } from '../helpers/activity-seed.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 const db = () => handle.db;

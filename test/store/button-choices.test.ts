@@ -12,7 +12,7 @@ import { claimButtonClick, grantOfTrigger, madeChoices, type ButtonClick } from 
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, markPostAttempt, markPostDelivered } from '../../src/store/posts.js';
 import { getTrigger } from '../../src/store/triggers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let url: string;
 let handle: DbHandle;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { migrations } from '../../migrations/index.js';
 import { createDb, migrateToLatest } from '../../src/store/db.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 describe('migrations', () => {
   it('apply once when several replicas start together', async () => {

@@ -7,7 +7,7 @@ import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { claimEarlyReceipt, enqueueSweptOutcome, ingestPlatformEvents } from '../../src/store/resource-events.js';
 import { findResourceByPlatformId, upsertResource } from '../../src/store/resources.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 const db = () => handle.db;

@@ -7,7 +7,7 @@ import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createGroupCommit } from '../../src/store/group-commit.js';
 import { enqueueSlackTriggers, type EnqueueResult, type SlackTriggerInput } from '../../src/store/triggers.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 const hex = () => randomBytes(4).toString('hex');

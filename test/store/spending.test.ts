@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { spendingInPeriod } from '../../src/store/spending.js';
 import type { Chat, Trigger } from '../../src/store/tables.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
 const db = () => handle.db;

@@ -1,7 +1,7 @@
 // A scripted agent for end-to-end tests: it only chooses tool calls from what the bot tells it and
 // repeats tool results in its text; every number it writes comes from a tool result.
 import type Anthropic from '@anthropic-ai/sdk';
-import { text, toolUse, type MessagesRequest, type Script, type ScriptReply } from '../fakes/scripted-anthropic.js';
+import { text, toolUse, type MessagesRequest, type Script, type ScriptReply } from './fakes/anthropic/index.js';
 
 type Block = Anthropic.ContentBlockParam;
 

@@ -1,7 +1,7 @@
 // Reliability (fast variants): tenant isolation, who may spend, no secret in any output, logs linked by trigger id.
 import { describe, expect, it } from 'vitest';
-import { secretsAndLogs, spendPermissions, tenantIsolation } from '../../chaos/access.js';
-import { printFigure } from '../../chaos/lib.js';
+import { secretsAndLogs, spendPermissions, tenantIsolation } from '../access.js';
+import { printFigure } from '../figure.js';
 
 describe('access and secrets', () => {
   it('two workspaces: every read path shows nothing of the other', async () => {

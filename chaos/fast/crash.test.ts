@@ -1,7 +1,7 @@
 // Reliability (fast variant): SIGKILL at random points of the loop, the bot restarted each time.
 import { describe, expect, it } from 'vitest';
-import { crashLoop } from '../../chaos/faults.js';
-import { printFigure } from '../../chaos/lib.js';
+import { crashLoop } from '../faults.js';
+import { printFigure } from '../figure.js';
 
 describe('reliability: the bot process killed', () => {
   it('SIGKILL at random points of the loop, restarted each time: finishes, no duplicate launch or message', async () => {

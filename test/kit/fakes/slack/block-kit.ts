@@ -1,7 +1,7 @@
 // Block Kit limit checks used by the fake Slack API to refuse payloads the real Slack would refuse.
 
 /** Where blocks are rendered; the block count limit differs between messages and views. */
-export type BlockSurface = 'message' | 'home' | 'modal';
+export type BlockSurface = 'message' | 'home';
 
 /** One reason Slack would answer `invalid_blocks`, with a JSON pointer into the request argument. */
 export interface BlockProblem {
@@ -9,7 +9,7 @@ export interface BlockProblem {
   message: string;
 }
 
-const MAX_BLOCKS: Record<BlockSurface, number> = { message: 50, home: 100, modal: 100 };
+const MAX_BLOCKS: Record<BlockSurface, number> = { message: 50, home: 100 };
 
 type Obj = Record<string, unknown>;
 
@@ -254,18 +254,13 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
   return c.problems;
 }
 
-/** Checks a view (Home tab or modal) payload: its blocks plus the view-level field limits. */
-export function validateView(view: unknown, surface: 'home' | 'modal'): BlockProblem[] {
+/** Checks a Home tab view payload: its blocks plus the view-level field limits. */
+export function validateView(view: unknown, surface: 'home'): BlockProblem[] {
   if (!isObj(view)) return [{ pointer: '/view', message: 'view must be an object' }];
   const c = new Checker();
   if (view.type !== surface) c.add('/view/type', `view type must be ${surface} (got ${String(view.type)})`);
   c.maxLength(view.private_metadata, '/view/private_metadata', 'private_metadata', 3000);
   c.maxLength(view.callback_id, '/view/callback_id', 'callback_id', 255);
   c.maxLength(view.external_id, '/view/external_id', 'external_id', 255);
-  if (surface === 'modal') {
-    c.text(view.title, '/view/title', 'modal title', { max: 24, required: true, plainOnly: true });
-    c.text(view.submit, '/view/submit', 'modal submit', { max: 24, plainOnly: true });
-    c.text(view.close, '/view/close', 'modal close', { max: 24, plainOnly: true });
-  }
   return [...c.problems, ...validateBlocks(view.blocks ?? [], surface, '/view/blocks')];
 }

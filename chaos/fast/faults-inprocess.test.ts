@@ -1,7 +1,7 @@
 // Reliability (fast variants): Slack, model and platform outages and a webhook storm, against the real bot in-process.
 import { describe, expect, it } from 'vitest';
-import { modelOutage, platformFaults, slackFaults, webhookStorm } from '../../chaos/faults.js';
-import { printFigure } from '../../chaos/lib.js';
+import { modelOutage, platformFaults, slackFaults, webhookStorm } from '../faults.js';
+import { printFigure } from '../figure.js';
 
 describe('reliability under faults (in-process bot)', () => {
   it('Slack 429 with Retry-After and 500s: every message once, in order, within the rate limits', async () => {

@@ -1,7 +1,7 @@
 // Reliability (fast variants): forged and replayed webhooks and Slack requests, prompt injection, oversized inputs.
 import { describe, expect, it } from 'vitest';
-import { hostileSlack, hostileWebhooks, oversized, promptInjection } from '../../chaos/hostile.js';
-import { printFigure } from '../../chaos/lib.js';
+import { hostileSlack, hostileWebhooks, oversized, promptInjection } from '../hostile.js';
+import { printFigure } from '../figure.js';
 
 describe('reliability under bad and hostile input', () => {
   it('random and mutated webhooks: never a crash, always 4xx, nothing stored; stale replays rejected', async () => {

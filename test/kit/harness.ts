@@ -1,7 +1,6 @@
 // End-to-end harness: the real bot (in-process or as a child process) on loopback in HTTP mode, a
 // fake Slack Web API, a scripted Messages API, the sandbox platform, and a fresh Postgres database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,9 +12,11 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { startFakeSlack, type FakeMessage, type FakeSlack, type FakeSlackOptions } from '../fakes/fake-slack.js';
-import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from '../fakes/scripted-anthropic.js';
-import { appMention, sendEvent, userMessage, type SendEventOptions } from '../fakes/slack-requests.js';
+import { appMention, type FakeMessage, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
+import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
+import { fakesEnv } from './bot-env.js';
+import { createTestDatabase } from './database.js';
+import { waitUntil } from './wait.js';
 
 export const TEAM = 'T0FAKE';
 export const CHANNEL = 'C0LOOP';
@@ -73,42 +74,30 @@ export async function sandboxCounts(db: Db): Promise<SandboxCounts> {
   return { runs: Number(r.runs), trainings: Number(r.trainings), datasets: Number(r.datasets) };
 }
 
-export async function waitUntil<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** The comparison post: the one with a table block. */
+export function isVerdict(post: { blocks?: unknown[] }): boolean {
+  return JSON.stringify(post.blocks ?? []).includes('"type":"table"');
+}
+
+/** Waits for the comparison post in a thread. */
+export async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 60_000, channel?: string) {
+  return waitUntil(() => h.posts(threadTs, channel).find(isVerdict), timeoutMs, `the comparison message in ${threadTs}`);
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, ...options.slackOptions }));
   const model = options.model ?? (await startScriptedAnthropic(options.script));
-  const databaseUrl = options.databaseUrl ?? (await (await import('../helpers/database.js')).createTestDatabase('e2e'));
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase('e2e'));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
   const mode = options.mode ?? 'inprocess';
   const port = mode === 'process' ? await freePort() : 0;
   const env: Record<string, string> = {
-    SLACK_BOT_TOKEN: `xoxb-test-${randomBytes(8).toString('hex')}`,
-    SLACK_SIGNING_SECRET: randomBytes(16).toString('hex'),
-    SLACK_API_URL: slack.apiUrl,
-    ANTHROPIC_API_KEY: `test-key-${randomBytes(8).toString('hex')}`,
-    ANTHROPIC_BASE_URL: model.baseURL,
-    AGENT_MODEL: 'claude-sonnet-4-5',
-    AGENT_MAX_RETRIES: '2',
-    DATABASE_URL: databaseUrl,
-    DATA_DIR: dir,
-    PORT: String(port),
-    SANDBOX_TIME_SCALE: '0.01',
+    ...fakesEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir, port }),
     WORKER_STALE_SECONDS: '2',
     WORKER_CONCURRENCY: '4',
     RECONCILE_CRON: '*/2 * * * * *',
-    RECONCILE_OVERDUE_SECONDS: '3600',
-    LOG_LEVEL: 'info',
     ...options.env,
   };
   const db = createDb(databaseUrl, { max: 4 });

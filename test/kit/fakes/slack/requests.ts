@@ -1,6 +1,7 @@
 // Sends signed requests to the bot's Bolt HTTP receiver exactly as Slack does: events, block actions, URL checks.
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
+import { signSlackRequest, SLACK_USER_AGENT } from '../../signing.js';
 
 /** The bot's answer to one request. */
 export interface SlackDelivery {
@@ -36,18 +37,12 @@ export interface SendEventOptions extends SigningOptions {
 
 export type SlackEvent = Record<string, unknown> & { type: string };
 
-const USER_AGENT = 'Slackbot 1.0 (+https://api.slack.com/robots)';
 let lastTsMicros = 0;
 
 /** A fresh, strictly increasing Slack message timestamp such as `1733150000.000100`. */
 export function slackTs(): string {
   lastTsMicros = Math.max(Date.now() * 1000, lastTsMicros + 1);
   return `${Math.floor(lastTsMicros / 1e6)}.${String(lastTsMicros % 1e6).padStart(6, '0')}`;
-}
-
-/** Computes Slack's request signature: `v0=` + hex HMAC-SHA256 of `v0:<timestamp>:<body>`. */
-export function signSlackRequest(secret: string, timestamp: number, body: string): string {
-  return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
 }
 
 /** Posts a raw body to the receiver with Slack's headers and signature. */
@@ -62,7 +57,7 @@ export function postToBolt(
   const headers: Record<string, string> = {
     'Content-Type': contentType,
     'Content-Length': String(Buffer.byteLength(body)),
-    'User-Agent': USER_AGENT,
+    'User-Agent': SLACK_USER_AGENT,
     Accept: '*/*',
     ...opts.headers,
   };

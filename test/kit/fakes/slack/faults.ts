@@ -1,0 +1,55 @@
+// Slack's failures, on demand and by rule: injected errors per method, and the per-channel posting rate.
+import type { FakeSlackOptions, SlackFailure } from './types.js';
+import type { Answer } from './wire.js';
+
+export interface Faults {
+  /** The next injected failure of `method`, if any, as Slack answers it. */
+  injected(method: string): Answer | undefined;
+  /** Records a chat.postMessage to `channel`; true when it must be answered 429 (only with `enforceRateLimit`). */
+  rateLimited(channel: string, now: number): boolean;
+  failNext(method: string, n: number, response: SlackFailure): void;
+  clear(): void;
+}
+
+export function createFaults(options: FakeSlackOptions, violations: string[]): Faults {
+  const rateLimit = options.rateLimit ?? { max: 3, windowMs: 1000 };
+  const failures = new Map<string, SlackFailure[]>();
+  const postTimes = new Map<string, number[]>();
+  return {
+    injected: (method) => {
+      const queue = failures.get(method);
+      const failure = queue?.shift();
+      if (!failure) return undefined;
+      if (queue && queue.length === 0) failures.delete(method);
+      const error =
+        failure.error ?? (failure.status === 429 ? 'ratelimited' : failure.status >= 500 ? 'internal_error' : 'fatal_error');
+      const retryAfter = failure.retryAfter ?? (failure.status === 429 ? 1 : undefined);
+      return {
+        status: failure.status,
+        body: { ok: false, error },
+        ...(retryAfter !== undefined ? { headers: { 'Retry-After': String(retryAfter) } } : {}),
+      };
+    },
+    rateLimited: (channel, now) => {
+      const times = (postTimes.get(channel) ?? []).filter((t) => now - t < rateLimit.windowMs);
+      const exceeded = times.length >= rateLimit.max;
+      if (exceeded) {
+        violations.push(
+          `chat.postMessage: more than ${rateLimit.max} posts to ${channel} within ${rateLimit.windowMs} ms (Slack allows about 1 per second per channel)`,
+        );
+      }
+      if (!(exceeded && options.enforceRateLimit)) times.push(now);
+      postTimes.set(channel, times);
+      return exceeded && options.enforceRateLimit === true;
+    },
+    failNext: (method, n, response) => {
+      const queue = failures.get(method) ?? [];
+      for (let i = 0; i < n; i += 1) queue.push({ ...response });
+      failures.set(method, queue);
+    },
+    clear: () => {
+      failures.clear();
+      postTimes.clear();
+    },
+  };
+}

@@ -1,0 +1,179 @@
+// The fake Slack's public types: options, recorded calls, messages, files, failures and the handle.
+
+/** A workspace the fake knows, selected by the token a call carries. */
+export interface FakeSlackTeam {
+  teamId: string;
+  teamName?: string;
+  /** Workspace subdomain; URLs look like `https://<domain>.slack.test/`. */
+  domain?: string;
+  botUserId?: string;
+  botId?: string;
+  enterpriseId?: string;
+}
+
+export interface FakeSlackOptions {
+  /** Token -> workspace. Tokens not listed belong to the default workspace (unless `rejectUnknownTokens`). */
+  teams?: Record<string, FakeSlackTeam>;
+  /** Default workspace id, `T0FAKE` unless set. */
+  teamId?: string;
+  teamName?: string;
+  domain?: string;
+  /** The bot's user id in the default workspace, `UBOT` unless set. */
+  botUserId?: string;
+  /** The bot's bot id in the default workspace, `BBOT` unless set. */
+  botId?: string;
+  appId?: string;
+  /** Answer `invalid_auth` to tokens missing from `teams`. */
+  rejectUnknownTokens?: boolean;
+  /** Answer chat.postMessage bursts above `rateLimit` with 429 + Retry-After 1 instead of only recording them. */
+  enforceRateLimit?: boolean;
+  /** Burst window for chat.postMessage per channel: more than `max` posts within `windowMs` is a violation. */
+  rateLimit?: { max: number; windowMs: number };
+}
+
+/** One HTTP request the fake answered, in arrival order. */
+export interface SlackCall {
+  /** API method, e.g. `chat.postMessage`; `upload` for a file upload POST to an upload_url. */
+  method: string;
+  /** Arguments with JSON-valued form fields (blocks, view, metadata…) parsed back into values. */
+  args: Record<string, unknown>;
+  at: number;
+  token?: string;
+  teamId?: string;
+  /** HTTP status answered. */
+  status: number;
+  /** The JSON body answered (or the text body for uploads). */
+  response: Record<string, unknown> | string;
+}
+
+/** A message as it currently stands in the fake workspace. */
+export interface FakeMessage {
+  channel: string;
+  ts: string;
+  threadTs?: string;
+  user: string;
+  botId?: string;
+  appId?: string;
+  team?: string;
+  text: string;
+  blocks?: unknown[];
+  attachments?: unknown[];
+  metadata?: { event_type: string; event_payload: unknown };
+  files?: { id: string; name: string; title?: string }[];
+  edited?: { user: string; ts: string };
+  /** How many chat.update calls changed it. */
+  updates: number;
+  /** True for messages added with `seedMessage` rather than posted through the API. */
+  seeded: boolean;
+}
+
+export interface FakeEphemeral {
+  channel: string;
+  user: string;
+  messageTs: string;
+  threadTs?: string;
+  text: string;
+  blocks?: unknown[];
+}
+
+export interface FakeFile {
+  id: string;
+  filename: string;
+  title?: string;
+  /** Length the bot announced in files.getUploadURLExternal. */
+  declaredLength: number;
+  content: Buffer;
+  completed: boolean;
+  channelId?: string;
+  threadTs?: string;
+  initialComment?: string;
+}
+
+/** A file a user shared, as Slack describes it in a message event's `files` (the fields the bot reads and the usual others). */
+export interface SlackEventFile {
+  id: string;
+  created: number;
+  timestamp: number;
+  name: string;
+  title: string;
+  mimetype: string;
+  filetype: string;
+  pretty_type: string;
+  user: string;
+  user_team: string;
+  editable: boolean;
+  size: number;
+  mode: 'hosted';
+  is_external: boolean;
+  external_type: string;
+  is_public: boolean;
+  public_url_shared: boolean;
+  display_as_bot: boolean;
+  username: string;
+  url_private: string;
+  url_private_download: string;
+  permalink: string;
+  permalink_public: string;
+  has_rich_preview: boolean;
+  file_access: string;
+}
+
+export interface ShareFileInput {
+  name: string;
+  content: string | Buffer;
+  /** Default `text/plain`, as Slack labels a `.jsonl` file. */
+  mimetype?: string;
+  user?: string;
+  /** Bytes announced in the event's `size` (default: the content's length). */
+  announcedSize?: number;
+  /** The bot may not read it (no `files:read`, or shared where the bot is not): Slack answers its sign-in page. */
+  hiddenFromBot?: boolean;
+}
+
+/** How the next calls to a method fail: 429 carries `Retry-After`, 200 answers `{ ok: false, error }`. */
+export interface SlackFailure {
+  status: number;
+  /** Seconds, sent as the `Retry-After` header (defaults to 1 for 429). */
+  retryAfter?: number;
+  /** Slack error code in the body; `ratelimited` for 429, `internal_error` for 5xx, `fatal_error` otherwise. */
+  error?: string;
+}
+
+export interface FakeSlack {
+  /** Origin of the server, e.g. `http://127.0.0.1:1234`. */
+  baseUrl: string;
+  /** Value for the WebClient's `slackApiUrl`: `<baseUrl>/api/`. */
+  apiUrl: string;
+  calls: SlackCall[];
+  violations: string[];
+  files: Map<string, FakeFile>;
+  /** Latest Home tab published per user. */
+  homeViews: Map<string, Record<string, unknown>>;
+  ephemerals: FakeEphemeral[];
+  callsTo(method: string): SlackCall[];
+  messages(channel?: string, threadTs?: string): FakeMessage[];
+  seedMessage(message: SeedMessage): FakeMessage;
+  /**
+   * Stores a file as if a user had uploaded it and returns its `files[]` entry for an event. Its
+   * `url_private_download` answers the content to a request with `Authorization: Bearer <token>`,
+   * and Slack's HTML sign-in page (status 200) to one without.
+   */
+  shareFile(file: ShareFileInput): SlackEventFile;
+  /** Files users shared (see `shareFile`), by id. */
+  sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
+  waitFor(predicate: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
+  failNext(method: string, n: number, response: SlackFailure): void;
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+/** A message that exists in Slack without the bot having posted it (e.g. the user's mention). */
+export interface SeedMessage {
+  channel: string;
+  user: string;
+  text: string;
+  ts?: string;
+  threadTs?: string;
+  botId?: string;
+  blocks?: unknown[];
+}
