@@ -29,15 +29,21 @@ interface Outcomes {
   score: Float64Array;
 }
 
-/** A question in both runs, with its outcome in each; its category is the before run's. */
-interface Pair {
-  questionId: string;
-  category: string;
-  rightBefore: boolean;
-  rightAfter: boolean;
-  scoreBefore: number;
-  scoreAfter: number;
+/**
+ * The questions in both runs, one column per field; row k is the k-th of them in the order of the
+ * after run. `category` numbers the before run's categories (`categoryNames`). A set of joined
+ * questions is a list of rows.
+ */
+interface Pairs {
+  ids: string[];
+  category: Int32Array;
+  categoryNames: string[];
+  rightBefore: Uint8Array;
+  rightAfter: Uint8Array;
+  scoreBefore: Float64Array;
+  scoreAfter: Float64Array;
 }
+type Rows = Int32Array;
 
 interface Settings {
   scoring: Scoring;
@@ -69,12 +75,13 @@ export function compareRuns(input: CompareInput): Comparison {
   const coverage: Coverage = {
     before: before.length,
     after: after.length,
-    joined: pairs.length,
+    joined: pairs.ids.length,
     onlyBefore: idSample(onlyBefore.map((i) => before[i]!.questionId)),
     onlyAfter: idSample(after.filter((_, j) => matches[j] === -1).map((q) => q.questionId)),
   };
-  const overall = subsetFigures(pairs, settings);
-  const training = trainingIds ? trainingSplit(pairs, overall, trainingIds, settings) : null;
+  const all = Int32Array.from(pairs.ids, (_, k) => k);
+  const overall = subsetFigures(pairs, all, settings);
+  const training = trainingIds ? trainingSplit(pairs, all, overall, trainingIds, settings) : null;
   const noiseFloor = input.baselineRerun
     ? measureNoise(input.baselineRerun, before, beforeOutcomes, beforeIndex, overall.discordanceRate)
     : null;
@@ -84,7 +91,7 @@ export function compareRuns(input: CompareInput): Comparison {
     settings: { alpha: ALPHA, confidence: 1 - ALPHA, power: POWER, bootstrap: settings.bootstrap },
     coverage,
     overall,
-    categories: categoryFigures(pairs, settings.graded),
+    categories: categoryFigures(pairs, all, settings.graded),
     training,
     noiseFloor,
     verdict: buildVerdict(settings.scoring, coverage, overall, training, settings.bootstrap?.resamples ?? 0, noiseFloor),
@@ -132,22 +139,50 @@ function readOutcomes(run: readonly QuestionOutcome[], name: string, graded: boo
   return { right, score };
 }
 
-/** The questions of `after` that `matches` found in `before`, in the order of `after`. */
-function pairUp(before: readonly QuestionOutcome[], b: Outcomes, after: readonly QuestionOutcome[], a: Outcomes, matches: Int32Array): Pair[] {
-  const pairs: Pair[] = [];
+/** Each question's category as a number: its place among the category names in order of first appearance. */
+function numberCategories(run: readonly QuestionOutcome[]): { categoryNames: string[]; numbers: Int32Array } {
+  const categoryNames: string[] = [];
+  const byName = new Map<string, number>();
+  const numbers = new Int32Array(run.length);
+  for (let i = 0; i < run.length; i++) {
+    const name = run[i]!.category;
+    let n = byName.get(name);
+    if (n === undefined) {
+      n = categoryNames.push(name) - 1;
+      byName.set(name, n);
+    }
+    numbers[i] = n;
+  }
+  return { categoryNames, numbers };
+}
+
+/** The questions of `after` that `matches` found in `before`, in the order of `after`, with the before run's category as a number. */
+function pairUp(before: readonly QuestionOutcome[], b: Outcomes, after: readonly QuestionOutcome[], a: Outcomes, matches: Int32Array): Pairs {
+  const { categoryNames, numbers: beforeCategory } = numberCategories(before);
+  let rows = 0;
+  for (const i of matches) if (i !== -1) rows++;
+  const p: Pairs = {
+    ids: new Array<string>(rows),
+    category: new Int32Array(rows),
+    categoryNames,
+    rightBefore: new Uint8Array(rows),
+    rightAfter: new Uint8Array(rows),
+    scoreBefore: new Float64Array(rows),
+    scoreAfter: new Float64Array(rows),
+  };
+  let k = 0;
   for (let j = 0; j < after.length; j++) {
     const i = matches[j]!;
     if (i === -1) continue;
-    pairs.push({
-      questionId: after[j]!.questionId,
-      category: before[i]!.category,
-      rightBefore: b.right[i] === 1,
-      rightAfter: a.right[j] === 1,
-      scoreBefore: b.score[i]!,
-      scoreAfter: a.score[j]!,
-    });
+    p.ids[k] = after[j]!.questionId;
+    p.category[k] = beforeCategory[i]!;
+    p.rightBefore[k] = b.right[i]!;
+    p.rightAfter[k] = a.right[j]!;
+    p.scoreBefore[k] = b.score[i]!;
+    p.scoreAfter[k] = a.score[j]!;
+    k++;
   }
-  return pairs;
+  return p;
 }
 
 function isCorrect(q: QuestionOutcome, run: string): boolean {
@@ -188,82 +223,88 @@ function smallestIds(ids: readonly string[]): string[] {
 }
 
 /** The 2x2 table of a set of joined questions. */
-function pairTable(pairs: readonly Pair[]): PairCounts {
+function pairTable(p: Pairs, rows: Rows): PairCounts {
   const table = { fixed: 0, broken: 0, bothRight: 0, bothWrong: 0 };
-  for (const p of pairs) {
-    if (p.rightBefore) {
-      if (p.rightAfter) table.bothRight++;
+  for (const k of rows) {
+    if (p.rightBefore[k] === 1) {
+      if (p.rightAfter[k] === 1) table.bothRight++;
       else table.broken++;
-    } else if (p.rightAfter) table.fixed++;
+    } else if (p.rightAfter[k] === 1) table.fixed++;
     else table.bothWrong++;
   }
   return table;
 }
 
-/** Score sums of a set of joined questions, added in the order given; `differences` holds each change when kept for a bootstrap. */
-function scoreSums(pairs: readonly Pair[], keepDifferences: boolean): GradedSums {
+/** Score sums of a set of joined questions, added in row order; `differences` holds each change when kept for a bootstrap. */
+function scoreSums(p: Pairs, rows: Rows, keepDifferences: boolean): GradedSums {
   const sums = emptyGradedSums();
-  for (const p of pairs) {
-    const change = p.scoreAfter - p.scoreBefore;
-    sums.sumBefore += p.scoreBefore;
-    sums.sumAfter += p.scoreAfter;
+  for (const k of rows) {
+    const change = p.scoreAfter[k]! - p.scoreBefore[k]!;
+    sums.sumBefore += p.scoreBefore[k]!;
+    sums.sumAfter += p.scoreAfter[k]!;
     sums.sumChange += change;
     sums.sumChangeSquared += change * change;
     if (change > 0) sums.up++;
     else if (change < 0) sums.down++;
   }
-  if (keepDifferences) sums.differences = Float64Array.from(pairs, (p) => p.scoreAfter - p.scoreBefore);
+  if (keepDifferences) sums.differences = Float64Array.from(rows, (k) => p.scoreAfter[k]! - p.scoreBefore[k]!);
   return sums;
 }
 
 /** Every figure of a set of joined questions (graded: with the bootstrap), and its first fixed and broken ids. */
-function subsetFigures(pairs: readonly Pair[], settings: Settings): SubsetFigures {
-  const idsWhere = (rightBefore: boolean, rightAfter: boolean) =>
-    pairs.filter((p) => p.rightBefore === rightBefore && p.rightAfter === rightAfter).map((p) => p.questionId);
+function subsetFigures(p: Pairs, rows: Rows, settings: Settings): SubsetFigures {
+  const idsWhere = (rightBefore: number, rightAfter: number) => {
+    const ids: string[] = [];
+    for (const k of rows) if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(p.ids[k]!);
+    return ids;
+  };
   return {
-    ...pairedFigures(pairTable(pairs), settings.graded ? scoreSums(pairs, true) : null, settings.bootstrap),
-    topFixed: smallestIds(idsWhere(false, true)),
-    topBroken: smallestIds(idsWhere(true, false)),
+    ...pairedFigures(pairTable(p, rows), settings.graded ? scoreSums(p, rows, true) : null, settings.bootstrap),
+    topFixed: smallestIds(idsWhere(0, 1)),
+    topBroken: smallestIds(idsWhere(1, 0)),
   };
 }
 
 /** Figures per category of the before run (no bootstrap), sorted by category name. */
-function categoryFigures(pairs: readonly Pair[], graded: boolean): CategoryFigures[] {
-  const byCategory = new Map<string, Pair[]>();
-  for (const pair of pairs) {
-    const group = byCategory.get(pair.category);
-    if (group) group.push(pair);
-    else byCategory.set(pair.category, [pair]);
+function categoryFigures(p: Pairs, rows: Rows, graded: boolean): CategoryFigures[] {
+  const counts = new Int32Array(p.categoryNames.length);
+  for (const k of rows) counts[p.category[k]!]!++;
+  const groups = Array.from(counts, (n) => ({ rows: new Int32Array(n), filled: 0 }));
+  for (const k of rows) {
+    const g = groups[p.category[k]!]!;
+    g.rows[g.filled++] = k;
   }
-  return [...byCategory]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([category, group]) => ({ category, ...pairedFigures(pairTable(group), graded ? scoreSums(group, false) : null, null) }));
+  return p.categoryNames
+    .map((category, n) => ({ category, rows: groups[n]!.rows }))
+    .filter((c) => c.rows.length > 0)
+    .sort((x, y) => (x.category < y.category ? -1 : x.category > y.category ? 1 : 0))
+    .map(({ category, rows: members }) => ({ category, ...pairedFigures(pairTable(p, members), graded ? scoreSums(p, members, false) : null, null) }));
 }
 
 /** The joined questions split into trained on, not trained on and held out, with the generalization estimate and notes. */
-function trainingSplit(pairs: readonly Pair[], overall: SubsetFigures, ids: TrainingIds, settings: Settings): TrainingSplit {
-  const trainedPairs = pairs.filter((p) => ids.trainedOn.has(p.questionId));
-  const untrainedPairs = pairs.filter((p) => !ids.trainedOn.has(p.questionId));
-  const heldPairs = ids.heldOut ? untrainedPairs.filter((p) => ids.heldOut!.has(p.questionId)) : null;
-  const trainedOn = subsetFigures(trainedPairs, settings);
-  const notTrainedOn = subsetFigures(untrainedPairs, settings);
+function trainingSplit(p: Pairs, rows: Rows, overall: SubsetFigures, ids: TrainingIds, settings: Settings): TrainingSplit {
+  const trainedRows = rows.filter((k) => ids.trainedOn.has(p.ids[k]!));
+  const untrainedRows = rows.filter((k) => !ids.trainedOn.has(p.ids[k]!));
+  const heldRows = ids.heldOut ? untrainedRows.filter((k) => ids.heldOut!.has(p.ids[k]!)) : null;
+  const trainedOn = subsetFigures(p, trainedRows, settings);
+  const notTrainedOn = subsetFigures(p, untrainedRows, settings);
   const generalizationMeasured = notTrainedOn.table.bothWrong + notTrainedOn.table.fixed > 0;
   // Graded: the failed questions are the trained-on and held-out ones when held-out ids are given.
-  const totalWrong = heldPairs ? trainedOn.questions + heldPairs.length : overall.table.bothWrong + overall.table.fixed;
+  const totalWrong = heldRows ? trainedOn.questions + heldRows.length : overall.table.bothWrong + overall.table.fixed;
   const split = {
     trainedOn,
     notTrainedOn,
     generalizationMeasured,
     generalization: generalizationMeasured
-      ? estimateGeneralization(overall.table, notTrainedOn.table, settings.graded ? untrainedStrata(untrainedPairs, ids.heldOut, totalWrong) : null)
+      ? estimateGeneralization(overall.table, notTrainedOn.table, settings.graded ? untrainedStrata(p, untrainedRows, ids.heldOut, totalWrong) : null)
       : null,
   };
   return {
     ...split,
-    heldOut: heldPairs ? subsetFigures(heldPairs, settings) : null,
+    heldOut: heldRows ? subsetFigures(p, heldRows, settings) : null,
     unmatched: {
       trainedOn: ids.trainedOn.size - trainedOn.questions,
-      heldOut: ids.heldOut && heldPairs ? ids.heldOut.size - heldPairs.length : 0,
+      heldOut: ids.heldOut && heldRows ? ids.heldOut.size - heldRows.length : 0,
     },
     memorizationNote: memorizationNote(trainedOn, settings.scoring),
     generalizationNote: generalizationNote(split),
@@ -281,11 +322,11 @@ interface Strata {
 }
 
 /** Graded: score sums of the questions not trained on, by whether they failed before (held out, when held-out ids are given). */
-function untrainedStrata(untrained: readonly Pair[], heldOut: Set<string> | null, totalWrong: number): Strata {
-  const failedBefore = (p: Pair) => (heldOut ? heldOut.has(p.questionId) : !p.rightBefore);
+function untrainedStrata(p: Pairs, untrained: Rows, heldOut: Set<string> | null, totalWrong: number): Strata {
+  const failedBefore = (k: number) => (heldOut ? heldOut.has(p.ids[k]!) : p.rightBefore[k] === 0);
   const wrong = untrained.filter(failedBefore);
-  const right = untrained.filter((p) => !failedBefore(p));
-  return { right: scoreSums(right, false), wrong: scoreSums(wrong, false), rightCount: right.length, wrongCount: wrong.length, totalWrong };
+  const right = untrained.filter((k) => !failedBefore(k));
+  return { right: scoreSums(p, right, false), wrong: scoreSums(p, wrong, false), rightCount: right.length, wrongCount: wrong.length, totalWrong };
 }
 
 /** How often answers flip between the before run and a rerun of the same model, against the observed discordance. */
@@ -298,8 +339,8 @@ function measureNoise(
 ): NoiseFloor {
   const { matches, onlyBefore } = joinById(before, beforeIndex, rerun, 'baseline rerun');
   const pairs = pairUp(before, beforeOutcomes, rerun, readOutcomes(rerun, 'baseline rerun', false), matches);
-  const table = pairTable(pairs);
-  const questions = pairs.length;
+  const questions = pairs.ids.length;
+  const table = pairTable(pairs, Int32Array.from(pairs.ids, (_, k) => k));
   const flips = proportion(table.fixed + table.broken, questions);
   const noise = {
     questions,
