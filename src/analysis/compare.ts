@@ -2,8 +2,8 @@
 
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from './bootstrap.js';
 import { AnalysisError } from './errors.js';
-import { RunIndex } from './join.js';
 import { emptyGradedSums, pairedFigures, proportion, type BootstrapSettings, type GradedSums } from './figures.js';
+import { indexById, joinById } from './join.js';
 import { ALPHA, POWER, Z_ALPHA, wilsonInterval, type PairCounts } from './paired-statistics.js';
 import type {
   CategoryFigures,
@@ -11,6 +11,7 @@ import type {
   Comparison,
   Coverage,
   GeneralizationEstimate,
+  IdSample,
   NoiseFloor,
   QuestionOutcome,
   Scoring,
@@ -22,71 +23,166 @@ import { buildVerdict, generalizationNote, memorizationNote, noiseNote, notTrain
 const SAMPLE_IDS = 10;
 const MAX_RESAMPLES = 1_000_000;
 
-/** Cell of the paired table: bit 1 = right before, bit 0 = right after (3 = both right). */
-const BOTH_WRONG = 0;
-const FIXED = 1;
-const BROKEN = 2;
+/** A run's outcomes by position, read and checked; under exact match a score is 1 or 0. */
+interface Outcomes {
+  right: Uint8Array;
+  score: Float64Array;
+}
 
-/** Keeps the `limit` smallest ids offered, ascending. */
-class SmallestIds {
-  readonly ids: string[] = [];
-  count = 0;
+/**
+ * The questions in both runs, one column per field; row k is the k-th of them in the order of the
+ * after run. `category` numbers the before run's categories (`categoryNames`). A set of joined
+ * questions is a list of rows.
+ */
+interface Pairs {
+  ids: string[];
+  category: Int32Array;
+  categoryNames: string[];
+  rightBefore: Uint8Array;
+  rightAfter: Uint8Array;
+  scoreBefore: Float64Array;
+  scoreAfter: Float64Array;
+}
+type Rows = Int32Array;
 
-  constructor(private readonly limit: number) {}
+interface Settings {
+  scoring: Scoring;
+  graded: boolean;
+  bootstrap: BootstrapSettings | null;
+}
 
-  offer(id: string): void {
-    this.count++;
-    const ids = this.ids;
-    if (ids.length === this.limit && !(id < ids[ids.length - 1]!)) return;
-    let at = ids.length;
-    while (at > 0 && id < ids[at - 1]!) at--;
-    ids.splice(at, 0, id);
-    if (ids.length > this.limit) ids.pop();
+interface TrainingIds {
+  trainedOn: Set<string>;
+  heldOut: Set<string> | null;
+}
+
+/**
+ * Compares two runs of the same benchmark, question by question. Pure and synchronous.
+ *
+ * Questions are joined by id; those in only one run are counted (with a few ids) and left out of
+ * every figure. A joined question takes its category from the `before` run. Throws AnalysisError
+ * for a duplicate id within a run, a missing or out-of-range outcome, an id both trained on and
+ * held out, or `heldOut` without `trainedOn`. The verdict rule is documented on `buildVerdict`.
+ */
+export function compareRuns(input: CompareInput): Comparison {
+  const settings = resolveSettings(input);
+  const trainingIds = resolveTrainingIds(input);
+  const { before, after } = input;
+  const beforeOutcomes = readOutcomes(before, 'before', settings.graded);
+  const beforeIndex = indexById(before, 'before');
+  const { matches, onlyBefore } = joinById(before, beforeIndex, after, 'after');
+  const pairs = pairUp(before, beforeOutcomes, after, readOutcomes(after, 'after', settings.graded), matches);
+  const coverage: Coverage = {
+    before: before.length,
+    after: after.length,
+    joined: pairs.ids.length,
+    onlyBefore: idSample(onlyBefore.map((i) => before[i]!.questionId)),
+    onlyAfter: idSample(after.filter((_, j) => matches[j] === -1).map((q) => q.questionId)),
+  };
+  const all = Int32Array.from(pairs.ids, (_, k) => k);
+  const overall = subsetFigures(pairs, all, settings);
+  const training = trainingIds ? trainingSplit(pairs, all, overall, trainingIds, settings) : null;
+  const noiseFloor = input.baselineRerun
+    ? measureNoise(input.baselineRerun, before, beforeOutcomes, beforeIndex, overall.discordanceRate)
+    : null;
+  return {
+    version: 1,
+    scoring: settings.scoring,
+    settings: { alpha: ALPHA, confidence: 1 - ALPHA, power: POWER, bootstrap: settings.bootstrap },
+    coverage,
+    overall,
+    categories: categoryFigures(pairs, all, settings.graded),
+    training,
+    noiseFloor,
+    verdict: buildVerdict(settings.scoring, coverage, overall, training, settings.bootstrap?.resamples ?? 0, noiseFloor),
+  };
+}
+
+function resolveSettings(input: CompareInput): Settings {
+  const scoring = input.scoring ?? 'exact_match';
+  if (scoring !== 'exact_match' && scoring !== 'graded') {
+    throw new AnalysisError('invalid_option', `Unknown scoring "${String(scoring)}".`);
   }
-}
-
-interface Subset {
-  cells: [number, number, number, number];
-  fixedIds: SmallestIds;
-  brokenIds: SmallestIds;
-  graded: GradedSums | null;
-}
-
-interface Category {
-  name: string;
-  cells: [number, number, number, number];
-  graded: GradedSums | null;
-}
-
-function cellsTotal(counts: { cells: [number, number, number, number] }): number {
-  return counts.cells[0] + counts.cells[1] + counts.cells[2] + counts.cells[3];
-}
-
-function newSubset(graded: boolean, capacity: number): Subset {
-  const sums = graded ? emptyGradedSums() : null;
-  if (sums) sums.differences = new Float64Array(capacity);
-  return { cells: [0, 0, 0, 0], fixedIds: new SmallestIds(SAMPLE_IDS), brokenIds: new SmallestIds(SAMPLE_IDS), graded: sums };
-}
-
-function addToSubset(subset: Subset, id: string, cell: number, before: number, after: number): void {
-  subset.cells[cell]!++;
-  if (cell === FIXED) subset.fixedIds.offer(id);
-  else if (cell === BROKEN) subset.brokenIds.offer(id);
-  const sums = subset.graded;
-  if (sums) {
-    addScores(sums, before, after);
-    sums.differences![cellsTotal(subset) - 1] = after - before;
+  if (scoring !== 'graded') return { scoring, graded: false, bootstrap: null };
+  const resamples = input.bootstrap?.resamples ?? DEFAULT_RESAMPLES;
+  if (!Number.isInteger(resamples) || resamples < 1 || resamples > MAX_RESAMPLES) {
+    throw new AnalysisError('invalid_option', `Bootstrap resamples must be an integer from 1 to ${MAX_RESAMPLES}.`);
   }
+  const seed = input.bootstrap?.seed ?? DEFAULT_SEED;
+  if (!Number.isInteger(seed)) throw new AnalysisError('invalid_option', 'Bootstrap seed must be an integer.');
+  return { scoring, graded: true, bootstrap: { resamples, seed: seed >>> 0 } };
 }
 
-function addScores(sums: GradedSums, before: number, after: number): void {
-  const change = after - before;
-  sums.sumBefore += before;
-  sums.sumAfter += after;
-  sums.sumChange += change;
-  sums.sumChangeSquared += change * change;
-  if (change > 0) sums.up++;
-  else if (change < 0) sums.down++;
+/** The trained-on and held-out ids as sets, checked to be disjoint; null without trained-on ids. */
+function resolveTrainingIds(input: CompareInput): TrainingIds | null {
+  if (input.heldOut && !input.trainedOn) {
+    throw new AnalysisError('invalid_option', 'Held-out ids need the trained-on ids too.');
+  }
+  if (!input.trainedOn) return null;
+  const trainedOn = new Set(input.trainedOn);
+  const heldOut = input.heldOut ? new Set(input.heldOut) : null;
+  for (const id of heldOut ?? []) {
+    if (trainedOn.has(id)) {
+      throw new AnalysisError('trained_and_held_out', `Question ${id} is listed as both trained on and held out.`);
+    }
+  }
+  return { trainedOn, heldOut };
+}
+
+function readOutcomes(run: readonly QuestionOutcome[], name: string, graded: boolean): Outcomes {
+  const right = new Uint8Array(run.length);
+  const score = new Float64Array(run.length);
+  for (let i = 0; i < run.length; i++) {
+    right[i] = isCorrect(run[i]!, name) ? 1 : 0;
+    score[i] = graded ? scoreOf(run[i]!, name) : right[i]!;
+  }
+  return { right, score };
+}
+
+/** Each question's category as a number: its place among the category names in order of first appearance. */
+function numberCategories(run: readonly QuestionOutcome[]): { categoryNames: string[]; numbers: Int32Array } {
+  const categoryNames: string[] = [];
+  const byName = new Map<string, number>();
+  const numbers = new Int32Array(run.length);
+  for (let i = 0; i < run.length; i++) {
+    const name = run[i]!.category;
+    let n = byName.get(name);
+    if (n === undefined) {
+      n = categoryNames.push(name) - 1;
+      byName.set(name, n);
+    }
+    numbers[i] = n;
+  }
+  return { categoryNames, numbers };
+}
+
+/** The questions of `after` that `matches` found in `before`, in the order of `after`, with the before run's category as a number. */
+function pairUp(before: readonly QuestionOutcome[], b: Outcomes, after: readonly QuestionOutcome[], a: Outcomes, matches: Int32Array): Pairs {
+  const { categoryNames, numbers: beforeCategory } = numberCategories(before);
+  let rows = 0;
+  for (const i of matches) if (i !== -1) rows++;
+  const p: Pairs = {
+    ids: new Array<string>(rows),
+    category: new Int32Array(rows),
+    categoryNames,
+    rightBefore: new Uint8Array(rows),
+    rightAfter: new Uint8Array(rows),
+    scoreBefore: new Float64Array(rows),
+    scoreAfter: new Float64Array(rows),
+  };
+  let k = 0;
+  for (let j = 0; j < after.length; j++) {
+    const i = matches[j]!;
+    if (i === -1) continue;
+    p.ids[k] = after[j]!.questionId;
+    p.category[k] = beforeCategory[i]!;
+    p.rightBefore[k] = b.right[i]!;
+    p.rightAfter[k] = a.right[j]!;
+    p.scoreBefore[k] = b.score[i]!;
+    p.scoreAfter[k] = a.score[j]!;
+    k++;
+  }
+  return p;
 }
 
 function isCorrect(q: QuestionOutcome, run: string): boolean {
@@ -108,237 +204,151 @@ function checkedScore(score: number, id: string, run: string): number {
   return score;
 }
 
-function subsetFigures(subset: Subset, bootstrap: BootstrapSettings | null): SubsetFigures {
-  const [bothWrong, fixed, broken, bothRight] = subset.cells;
+/** How many questions, and the first few ids in ascending order. */
+function idSample(ids: readonly string[]): IdSample {
+  return { count: ids.length, sampleIds: smallestIds(ids) };
+}
+
+/** The `SAMPLE_IDS` smallest ids, ascending. */
+function smallestIds(ids: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (const id of ids) {
+    if (kept.length === SAMPLE_IDS && !(id < kept[SAMPLE_IDS - 1]!)) continue;
+    let at = kept.length;
+    while (at > 0 && id < kept[at - 1]!) at--;
+    kept.splice(at, 0, id);
+    if (kept.length > SAMPLE_IDS) kept.pop();
+  }
+  return kept;
+}
+
+/** The 2x2 table of a set of joined questions. */
+function pairTable(p: Pairs, rows: Rows): PairCounts {
+  const table = { fixed: 0, broken: 0, bothRight: 0, bothWrong: 0 };
+  for (const k of rows) {
+    if (p.rightBefore[k] === 1) {
+      if (p.rightAfter[k] === 1) table.bothRight++;
+      else table.broken++;
+    } else if (p.rightAfter[k] === 1) table.fixed++;
+    else table.bothWrong++;
+  }
+  return table;
+}
+
+/** Score sums of a set of joined questions, added in row order; `differences` holds each change when kept for a bootstrap. */
+function scoreSums(p: Pairs, rows: Rows, keepDifferences: boolean): GradedSums {
+  const sums = emptyGradedSums();
+  for (const k of rows) {
+    const change = p.scoreAfter[k]! - p.scoreBefore[k]!;
+    sums.sumBefore += p.scoreBefore[k]!;
+    sums.sumAfter += p.scoreAfter[k]!;
+    sums.sumChange += change;
+    sums.sumChangeSquared += change * change;
+    if (change > 0) sums.up++;
+    else if (change < 0) sums.down++;
+  }
+  if (keepDifferences) sums.differences = Float64Array.from(rows, (k) => p.scoreAfter[k]! - p.scoreBefore[k]!);
+  return sums;
+}
+
+/** Every figure of a set of joined questions (graded: with the bootstrap), and its first fixed and broken ids. */
+function subsetFigures(p: Pairs, rows: Rows, settings: Settings): SubsetFigures {
+  const idsWhere = (rightBefore: number, rightAfter: number) => {
+    const ids: string[] = [];
+    for (const k of rows) if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(p.ids[k]!);
+    return ids;
+  };
   return {
-    ...pairedFigures({ fixed, broken, bothRight, bothWrong }, subset.graded, bootstrap),
-    topFixed: subset.fixedIds.ids,
-    topBroken: subset.brokenIds.ids,
+    ...pairedFigures(pairTable(p, rows), settings.graded ? scoreSums(p, rows, true) : null, settings.bootstrap),
+    topFixed: smallestIds(idsWhere(0, 1)),
+    topBroken: smallestIds(idsWhere(1, 0)),
   };
 }
 
-function resolveSettings(input: CompareInput): { scoring: Scoring; bootstrap: BootstrapSettings | null } {
-  const scoring = input.scoring ?? 'exact_match';
-  if (scoring !== 'exact_match' && scoring !== 'graded') {
-    throw new AnalysisError('invalid_option', `Unknown scoring "${String(scoring)}".`);
+/** Figures per category of the before run (no bootstrap), sorted by category name. */
+function categoryFigures(p: Pairs, rows: Rows, graded: boolean): CategoryFigures[] {
+  const counts = new Int32Array(p.categoryNames.length);
+  for (const k of rows) counts[p.category[k]!]!++;
+  const groups = Array.from(counts, (n) => ({ rows: new Int32Array(n), filled: 0 }));
+  for (const k of rows) {
+    const g = groups[p.category[k]!]!;
+    g.rows[g.filled++] = k;
   }
-  if (scoring !== 'graded') return { scoring, bootstrap: null };
-  const resamples = input.bootstrap?.resamples ?? DEFAULT_RESAMPLES;
-  if (!Number.isInteger(resamples) || resamples < 1 || resamples > MAX_RESAMPLES) {
-    throw new AnalysisError('invalid_option', `Bootstrap resamples must be an integer from 1 to ${MAX_RESAMPLES}.`);
-  }
-  const seed = input.bootstrap?.seed ?? DEFAULT_SEED;
-  if (!Number.isInteger(seed)) throw new AnalysisError('invalid_option', 'Bootstrap seed must be an integer.');
-  return { scoring, bootstrap: { resamples, seed: seed >>> 0 } };
+  return p.categoryNames
+    .map((category, n) => ({ category, rows: groups[n]!.rows }))
+    .filter((c) => c.rows.length > 0)
+    .sort((x, y) => (x.category < y.category ? -1 : x.category > y.category ? 1 : 0))
+    .map(({ category, rows: members }) => ({ category, ...pairedFigures(pairTable(p, members), graded ? scoreSums(p, members, false) : null, null) }));
 }
 
-/**
- * Compares two runs of the same benchmark, question by question. Pure and synchronous.
- *
- * Questions are joined by id; those in only one run are counted (with a few ids) and left out of
- * every figure. A joined question takes its category from the `before` run. Throws AnalysisError
- * for a duplicate id within a run, a missing or out-of-range outcome, an id both trained on and
- * held out, or `heldOut` without `trainedOn`. The verdict rule is documented on `buildVerdict`.
- */
-export function compareRuns(input: CompareInput): Comparison {
-  const { scoring, bootstrap } = resolveSettings(input);
-  const graded = scoring === 'graded';
-  const { before, after } = input;
-
-  if (input.heldOut && !input.trainedOn) {
-    throw new AnalysisError('invalid_option', 'Held-out ids need the trained-on ids too.');
-  }
-  const trainedSet = input.trainedOn ? new Set(input.trainedOn) : null;
-  const heldSet = input.heldOut ? new Set(input.heldOut) : null;
-  if (trainedSet && heldSet) {
-    for (const id of heldSet) {
-      if (trainedSet.has(id)) {
-        throw new AnalysisError('trained_and_held_out', `Question ${id} is listed as both trained on and held out.`);
-      }
-    }
-  }
-
-  const index = new RunIndex(before, 'before');
-  // Per before-question: (category number << 1) | right, so the join reads one packed word.
-  const beforeInfo = new Int32Array(before.length);
-  const beforeScore = graded ? new Float64Array(before.length) : null;
-  const categories: Category[] = [];
-  const categoryNumbers = new Map<string, number>();
-  let lastCategory: string | null = null;
-  let lastNumber = 0;
-  for (let i = 0; i < before.length; i++) {
-    const q = before[i]!;
-    if (q.category !== lastCategory) {
-      lastCategory = q.category;
-      let number = categoryNumbers.get(lastCategory);
-      if (number === undefined) {
-        number = categories.length;
-        categoryNumbers.set(lastCategory, number);
-        categories.push({ name: lastCategory, cells: [0, 0, 0, 0], graded: graded ? emptyGradedSums() : null });
-      }
-      lastNumber = number;
-    }
-    beforeInfo[i] = (lastNumber << 1) | (isCorrect(q, 'before') ? 1 : 0);
-    if (beforeScore) beforeScore[i] = scoreOf(q, 'before');
-  }
-
-  const positions = index.positionsOf(after, 'after');
-
-  const capacity = Math.min(before.length, after.length);
-  const overall = newSubset(graded, capacity);
-  const trained = trainedSet ? newSubset(graded, capacity) : null;
-  const notTrained = trainedSet ? newSubset(graded, capacity) : null;
-  const held = heldSet ? newSubset(graded, capacity) : null;
-  let notTrainedFailures = 0;
-  // Graded score sums of the questions not trained on, by before-outcome (full marks or not).
-  const untrainedStrata = graded && trainedSet ? { right: emptyGradedSums(), wrong: emptyGradedSums(), rightCount: 0, wrongCount: 0 } : null;
-
-  const matched = new Uint8Array(before.length);
-  const onlyAfter = new SmallestIds(SAMPLE_IDS);
-
-  for (let j = 0; j < after.length; j++) {
-    const q = after[j]!;
-    const id = q.questionId;
-    const afterRight = isCorrect(q, 'after') ? 1 : 0;
-    const afterScore = graded ? scoreOf(q, 'after') : afterRight;
-    const i = positions[j]!;
-    if (i === -1) {
-      onlyAfter.offer(id);
-      continue;
-    }
-    matched[i] = 1;
-
-    const info = beforeInfo[i]!;
-    const cell = ((info & 1) << 1) | afterRight;
-    const beforeScoreValue = beforeScore ? beforeScore[i]! : info & 1;
-    addToSubset(overall, id, cell, beforeScoreValue, afterScore);
-
-    const category = categories[info >> 1]!;
-    category.cells[cell]!++;
-    if (category.graded) addScores(category.graded, beforeScoreValue, afterScore);
-
-    if (trainedSet) {
-      if (trainedSet.has(id)) {
-        addToSubset(trained!, id, cell, beforeScoreValue, afterScore);
-      } else {
-        addToSubset(notTrained!, id, cell, beforeScoreValue, afterScore);
-        if (cell === BOTH_WRONG || cell === FIXED) notTrainedFailures++;
-        // Graded: the failed questions are the trained-on and held-out ones when held-out ids are given.
-        if (untrainedStrata) {
-          const failedBefore = heldSet ? heldSet.has(id) : (info & 1) === 0;
-          addScores(failedBefore ? untrainedStrata.wrong : untrainedStrata.right, beforeScoreValue, afterScore);
-          if (failedBefore) untrainedStrata.wrongCount++;
-          else untrainedStrata.rightCount++;
-        }
-        if (heldSet?.has(id)) addToSubset(held!, id, cell, beforeScoreValue, afterScore);
-      }
-    }
-  }
-
-  const onlyBefore = new SmallestIds(SAMPLE_IDS);
-  for (let i = 0; i < before.length; i++) {
-    if (matched[i] === 0) onlyBefore.offer(before[i]!.questionId);
-  }
-
-  const joined = cellsTotal(overall);
-  const coverage: Coverage = {
-    before: before.length,
-    after: after.length,
-    joined,
-    onlyBefore: { count: onlyBefore.count, sampleIds: onlyBefore.ids },
-    onlyAfter: { count: onlyAfter.count, sampleIds: onlyAfter.ids },
+/** The joined questions split into trained on, not trained on and held out, with the generalization estimate and notes. */
+function trainingSplit(p: Pairs, rows: Rows, overall: SubsetFigures, ids: TrainingIds, settings: Settings): TrainingSplit {
+  const trainedRows = rows.filter((k) => ids.trainedOn.has(p.ids[k]!));
+  const untrainedRows = rows.filter((k) => !ids.trainedOn.has(p.ids[k]!));
+  const heldRows = ids.heldOut ? untrainedRows.filter((k) => ids.heldOut!.has(p.ids[k]!)) : null;
+  const trainedOn = subsetFigures(p, trainedRows, settings);
+  const notTrainedOn = subsetFigures(p, untrainedRows, settings);
+  const generalizationMeasured = notTrainedOn.table.bothWrong + notTrainedOn.table.fixed > 0;
+  // Graded: the failed questions are the trained-on and held-out ones when held-out ids are given.
+  const totalWrong = heldRows ? trainedOn.questions + heldRows.length : overall.table.bothWrong + overall.table.fixed;
+  const split = {
+    trainedOn,
+    notTrainedOn,
+    generalizationMeasured,
+    generalization: generalizationMeasured
+      ? estimateGeneralization(overall.table, notTrainedOn.table, settings.graded ? untrainedStrata(p, untrainedRows, ids.heldOut, totalWrong) : null)
+      : null,
   };
-
-  const overallFigures = subsetFigures(overall, bootstrap);
-  const categoryFigures: CategoryFigures[] = categories
-    .filter((c) => cellsTotal(c) > 0)
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((c) => {
-      const [bothWrong, fixed, broken, bothRight] = c.cells;
-      return { category: c.name, ...pairedFigures({ fixed, broken, bothRight, bothWrong }, c.graded, null) };
-    });
-
-  let training: TrainingSplit | null = null;
-  if (trainedSet && trained && notTrained) {
-    const trainedFigures = subsetFigures(trained, bootstrap);
-    const notTrainedFigures = subsetFigures(notTrained, bootstrap);
-    const split = {
-      trainedOn: trainedFigures,
-      notTrainedOn: notTrainedFigures,
-      generalizationMeasured: notTrainedFailures > 0,
-      generalization:
-        notTrainedFailures > 0
-          ? estimateGeneralization(
-              overallFigures.table,
-              notTrainedFigures.table,
-              untrainedStrata && {
-                ...untrainedStrata,
-                totalWrong: heldSet ? trainedFigures.questions + cellsTotal(held!) : overallFigures.table.bothWrong + overallFigures.table.fixed,
-              },
-            )
-          : null,
-    };
-    training = {
-      ...split,
-      heldOut: held ? subsetFigures(held, bootstrap) : null,
-      unmatched: {
-        trainedOn: trainedSet.size - trainedFigures.questions,
-        heldOut: heldSet ? heldSet.size - (held ? cellsTotal(held) : 0) : 0,
-      },
-      memorizationNote: memorizationNote(trainedFigures, scoring),
-      generalizationNote: generalizationNote(split),
-      notTrainedOnNote: notTrainedOnNote(split, scoring),
-    };
-  }
-
-  const noiseFloor = input.baselineRerun
-    ? measureNoise(input.baselineRerun, before, index, beforeInfo, overallFigures.discordanceRate)
-    : null;
-
-  const resamples = bootstrap?.resamples ?? 0;
   return {
-    version: 1,
-    scoring,
-    settings: { alpha: ALPHA, confidence: 1 - ALPHA, power: POWER, bootstrap },
-    coverage,
-    overall: overallFigures,
-    categories: categoryFigures,
-    training,
-    noiseFloor,
-    verdict: buildVerdict(scoring, coverage, overallFigures, training, resamples, noiseFloor),
+    ...split,
+    heldOut: heldRows ? subsetFigures(p, heldRows, settings) : null,
+    unmatched: {
+      trainedOn: ids.trainedOn.size - trainedOn.questions,
+      heldOut: ids.heldOut && heldRows ? ids.heldOut.size - heldRows.length : 0,
+    },
+    memorizationNote: memorizationNote(trainedOn, settings.scoring),
+    generalizationNote: generalizationNote(split),
+    notTrainedOnNote: notTrainedOnNote(split, settings.scoring),
   };
 }
 
+interface Strata {
+  right: GradedSums;
+  wrong: GradedSums;
+  rightCount: number;
+  wrongCount: number;
+  /** Joined questions that failed before: the stratum's weight. */
+  totalWrong: number;
+}
+
+/** Graded: score sums of the questions not trained on, by whether they failed before (held out, when held-out ids are given). */
+function untrainedStrata(p: Pairs, untrained: Rows, heldOut: Set<string> | null, totalWrong: number): Strata {
+  const failedBefore = (k: number) => (heldOut ? heldOut.has(p.ids[k]!) : p.rightBefore[k] === 0);
+  const wrong = untrained.filter(failedBefore);
+  const right = untrained.filter((k) => !failedBefore(k));
+  return { right: scoreSums(p, right, false), wrong: scoreSums(p, wrong, false), rightCount: right.length, wrongCount: wrong.length, totalWrong };
+}
+
+/** How often answers flip between the before run and a rerun of the same model, against the observed discordance. */
 function measureNoise(
   rerun: readonly QuestionOutcome[],
   before: readonly QuestionOutcome[],
-  index: RunIndex,
-  beforeInfo: Int32Array,
+  beforeOutcomes: Outcomes,
+  beforeIndex: Map<string, number>,
   observedDiscordanceRate: number | null,
 ): NoiseFloor {
-  const positions = index.positionsOf(rerun, 'baseline rerun');
-  let questions = 0;
-  let toRight = 0;
-  let toWrong = 0;
-  let rightBefore = 0;
-  for (let j = 0; j < rerun.length; j++) {
-    const right = isCorrect(rerun[j]!, 'baseline rerun') ? 1 : 0;
-    const i = positions[j]!;
-    if (i === -1) continue;
-    questions++;
-    const wasRight = beforeInfo[i]! & 1;
-    rightBefore += wasRight;
-    if (wasRight === 0 && right === 1) toRight++;
-    else if (wasRight === 1 && right === 0) toWrong++;
-  }
-  const flips = proportion(toRight + toWrong, questions);
+  const { matches, onlyBefore } = joinById(before, beforeIndex, rerun, 'baseline rerun');
+  const pairs = pairUp(before, beforeOutcomes, rerun, readOutcomes(rerun, 'baseline rerun', false), matches);
+  const questions = pairs.ids.length;
+  const table = pairTable(pairs, Int32Array.from(pairs.ids, (_, k) => k));
+  const flips = proportion(table.fixed + table.broken, questions);
   const noise = {
     questions,
-    unmatched: before.length + rerun.length - 2 * questions,
+    unmatched: onlyBefore.length + (rerun.length - questions),
     flips,
-    flipsToRight: toRight,
-    flipsToWrong: toWrong,
-    breaks: proportion(toWrong, rightBefore),
+    flipsToRight: table.fixed,
+    flipsToWrong: table.broken,
+    breaks: proportion(table.broken, table.bothRight + table.broken),
     observedDiscordanceRate,
     exceedsNoise: questions > 0 && observedDiscordanceRate !== null && observedDiscordanceRate > flips.interval.upper,
   };
@@ -359,7 +369,7 @@ function measureNoise(
 function estimateGeneralization(
   all: PairCounts,
   untrained: PairCounts,
-  strata: { right: GradedSums; wrong: GradedSums; rightCount: number; wrongCount: number; totalWrong: number } | null,
+  strata: Strata | null,
 ): GeneralizationEstimate | null {
   const n = all.bothRight + all.broken + all.bothWrong + all.fixed;
   const totalWrong = strata ? strata.totalWrong : all.bothWrong + all.fixed;

@@ -164,12 +164,30 @@ export type BenchmarkPricing = z.output<typeof BenchmarkPricingSchema>;
 
 /**
  * Price in credits of one run of a benchmark on a model of `params` parameters: the flat price, or the
- * first tier (in listed order) whose `maxParams` is null or at least `params`. The platform charges exactly this.
+ * first tier (in listed order) whose `maxParams` is null or at least `params`, else the last tier.
+ * The platform charges exactly this, and the bot quotes it; there is no other price rule.
  */
 export function priceRun(pricing: BenchmarkPricing, params: number): number {
   if (pricing.type === 'flat') return pricing.credits;
-  const tier = pricing.tiers.find((t) => t.maxParams === null || params <= t.maxParams);
-  return (tier ?? pricing.tiers[pricing.tiers.length - 1]!).credits;
+  return priceTiers(pricing).find((t) => t.maxParams === null || params <= t.maxParams)!.credits;
+}
+
+/**
+ * The size tiers as `priceRun` applies them, for describing a price: tiers no model can reach (one
+ * listed after a larger or open tier) are left out, and the last one is open-ended (`maxParams`
+ * null), so they ascend by size and a model of any size finds its tier.
+ */
+export function priceTiers(pricing: Extract<BenchmarkPricing, { type: 'per_model_size' }>): { maxParams: number | null; credits: number }[] {
+  const reachable: { maxParams: number | null; credits: number }[] = [];
+  let ceiling = -Infinity;
+  for (const tier of pricing.tiers) {
+    if (tier.maxParams === null) return [...reachable, tier];
+    if (tier.maxParams > ceiling) {
+      reachable.push(tier);
+      ceiling = tier.maxParams;
+    }
+  }
+  return [...reachable, { maxParams: null, credits: pricing.tiers[pricing.tiers.length - 1]!.credits }];
 }
 
 export const SCORINGS = ['exact_match', 'graded'] as const;

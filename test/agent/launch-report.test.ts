@@ -32,11 +32,34 @@ describe('describePricing', () => {
       describePricing({
         type: 'per_model_size',
         tiers: [
-          { maxParams: null, credits: 50 },
           { maxParams: 1_000_000_000, credits: 4 },
           { maxParams: 3_500_000_000, credits: 8 },
+          { maxParams: null, credits: 50 },
         ],
       }),
     ).toBe('per run: up to 1B parameters 4 credits; up to 3.5B parameters 8 credits; larger models 50 credits');
+  });
+
+  // The platform charges the first listed tier a model fits in (priceRun): the words say that price,
+  // not the one a size-sorted list would give.
+  it('describes out-of-order tiers as the platform charges them', () => {
+    expect(
+      describePricing({
+        type: 'per_model_size',
+        tiers: [
+          { maxParams: null, credits: 50 },
+          { maxParams: 1_000_000_000, credits: 4 },
+        ],
+      }),
+    ).toBe('50 credits per run');
+    expect(
+      describePricing({
+        type: 'per_model_size',
+        tiers: [
+          { maxParams: 3_500_000_000, credits: 8 },
+          { maxParams: 1_000_000_000, credits: 4 },
+        ],
+      }),
+    ).toBe('per run: up to 3.5B parameters 8 credits; larger models 4 credits');
   });
 });

@@ -235,6 +235,16 @@ describe('buildActivityCsv', () => {
     expect(rows[1]![2]).toBe('\'=HYPERLINK("http://evil")');
   });
 
+  it('quotes a lone line break, and guards formulas only in the text columns', () => {
+    const csv = buildActivityCsv([entry({ summary: 'first\nsecond', triggerLabel: '＝SUM(A1)', creditsCharged: '-1.5000', resources: [] })]);
+    expect(csv).toContain(',"first\nsecond",');
+    const rows = parseCsv(csv);
+    expect(rows).toHaveLength(2);
+    expect(rows[1]![1]).toBe("'＝SUM(A1)");
+    expect(rows[1]![2]).toBe('first\nsecond');
+    expect(rows[1]![CSV_COLUMNS.indexOf('credits_charged')]).toBe('-1.5000');
+  });
+
   it('writes only the header when there is nothing to export', () => {
     expect(buildActivityCsv([])).toBe(`${CSV_COLUMNS.join(',')}\r\n`);
   });

@@ -1,13 +1,14 @@
 // benchmark-details: a benchmark's name, size, categories, scoring and price; unknown ids list the others.
 import { z } from 'zod';
+import { priceTiers } from '../../platform/contract.js';
 import { isPlatformError } from '../../platform/errors.js';
 import type { BenchmarkPricing } from '../../platform/platform.js';
 import { defineTool } from './tool.js';
 
-/** "4 credits per run", or the size tiers: "up to 1B parameters 4 credits; larger 12 credits". */
+/** "4 credits per run", or the size tiers as the platform charges them: "up to 1B parameters 4 credits; larger models 12 credits". */
 export function describePricing(pricing: BenchmarkPricing): string {
-  if (pricing.type === 'flat') return `${pricing.credits} credits per run`;
-  const tiers = [...pricing.tiers].sort((a, b) => (a.maxParams ?? Infinity) - (b.maxParams ?? Infinity));
+  const tiers = pricing.type === 'flat' ? [{ maxParams: null, credits: pricing.credits }] : priceTiers(pricing);
+  if (tiers.length === 1) return `${tiers[0]!.credits} credits per run`;
   const size = (params: number) => (params >= 1e9 ? `${+(params / 1e9).toFixed(1)}B` : `${+(params / 1e6).toFixed(0)}M`);
   return `per run: ${tiers.map((t) => `${t.maxParams === null ? 'larger models' : `up to ${size(t.maxParams)} parameters`} ${t.credits} credits`).join('; ')}`;
 }

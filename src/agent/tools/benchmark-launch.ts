@@ -1,6 +1,6 @@
 // benchmark-launch: starts a benchmark run on a model, after the spend guard agrees.
 import { z } from 'zod';
-import type { BenchmarkPricing } from '../../platform/platform.js';
+import { priceRun } from '../../platform/contract.js';
 import { isPlatformError } from '../../platform/errors.js';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
@@ -36,7 +36,7 @@ export const benchmarkLaunch = defineTool({
       await resumeLaunch(ctx, earlier);
       planStep = earlier.plan_step;
     } else {
-      const price = priceOf(benchmark.pricing, model.params);
+      const price = priceRun(benchmark.pricing, model.params);
       const decision = await authorizeLaunch(
         ctx,
         { tool: 'benchmark-launch', benchmarkId, modelId },
@@ -63,11 +63,3 @@ export const benchmarkLaunch = defineTool({
     };
   },
 });
-
-/** The run price from the benchmark's pricing: flat, or the first size tier the model fits in. */
-export function priceOf(pricing: BenchmarkPricing, params: number): number {
-  if (pricing.type === 'flat') return pricing.credits;
-  const tiers = [...pricing.tiers].sort((a, b) => (a.maxParams ?? Infinity) - (b.maxParams ?? Infinity));
-  const tier = tiers.find((t) => t.maxParams === null || params <= t.maxParams) ?? tiers.at(-1)!;
-  return tier.credits;
-}

@@ -1,4 +1,5 @@
 // Block Kit for the App Home tab (the Activity log) and the CSV export of the same entries.
+import { stringify } from 'csv-stringify/sync';
 import type { ActivityEntry, ActivityResource, ActivityScope, ActivityTotals } from '../../store/activity-queries.js';
 import { ACTION_IDS } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
@@ -276,16 +277,6 @@ export const CSV_COLUMNS = [
   'message_permalink',
 ] as const;
 
-/**
- * One CSV field per RFC 4180: quoted when it holds a comma, quote or line break, quotes doubled.
- * Text that a spreadsheet would run as a formula (leading = + - @ tab or CR) gets a leading `'`.
- */
-export function csvField(value: string | null | undefined, options: { text?: boolean } = {}): string {
-  let text = value ?? '';
-  if (options.text && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
 function csvResources(resources: readonly ActivityResource[]): string {
   return resources
     .map((r) =>
@@ -302,25 +293,35 @@ function csvResources(resources: readonly ActivityResource[]): string {
     .join('; ');
 }
 
-/** The Activity log as CSV: a header row, then one row per turn, CRLF line ends. */
+/** Columns holding text people or the model wrote: a spreadsheet must not run it as a formula. */
+const TEXT_COLUMNS: ReadonlySet<string> = new Set<(typeof CSV_COLUMNS)[number]>(['trigger', 'summary', 'resources']);
+
+/**
+ * The Activity log as RFC 4180 CSV: a header row, then one row per turn, CRLF line ends; a field is
+ * quoted when it holds a comma, quote or line break. Text that a spreadsheet would run as a formula
+ * (leading = + - @ tab or CR) gets a leading `'`.
+ */
 export function buildActivityCsv(rows: readonly ActivityEntry[]): string {
-  const lines = [CSV_COLUMNS.join(',')];
-  for (const row of rows) {
-    lines.push(
-      [
-        csvField(row.createdAt.toISOString()),
-        csvField(row.triggerLabel, { text: true }),
-        csvField(row.summary, { text: true }),
-        csvField(row.channelId),
-        csvField(row.threadPermalink ?? row.postPermalink),
-        csvField(csvResources(row.resources), { text: true }),
-        csvField(row.agentCostUsd),
-        csvField(row.creditsEstimated),
-        csvField(row.creditsCharged),
-        csvField(row.ownerUserId),
-        csvField(row.postPermalink),
-      ].join(','),
-    );
-  }
-  return `${lines.join('\r\n')}\r\n`;
+  const records = rows.map(
+    (row): Record<(typeof CSV_COLUMNS)[number], string | null> => ({
+      time: row.createdAt.toISOString(),
+      trigger: row.triggerLabel,
+      summary: row.summary,
+      channel: row.channelId,
+      thread_permalink: row.threadPermalink ?? row.postPermalink,
+      resources: csvResources(row.resources),
+      agent_cost_usd: row.agentCostUsd,
+      credits_estimated: row.creditsEstimated,
+      credits_charged: row.creditsCharged,
+      user: row.ownerUserId,
+      message_permalink: row.postPermalink,
+    }),
+  );
+  return stringify(records, {
+    header: true,
+    columns: [...CSV_COLUMNS],
+    record_delimiter: 'windows',
+    quote_record_delimiter: true,
+    cast: { string: (value, { column }) => (TEXT_COLUMNS.has(String(column)) ? { value, escape_formulas: true } : value) },
+  });
 }
