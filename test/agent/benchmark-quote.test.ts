@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handlerFor } from '../../src/agent/triggers/index.js';
 import type { ReplyPart } from '../../src/agent/reply.js';
 import { benchmarkLaunch } from '../../src/agent/tools/benchmark-launch.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
@@ -56,7 +57,7 @@ beforeAll(async () => {
     .executeTakeFirstOrThrow();
   sandbox = await startTestSandbox({ startingBalance: 1_000_000 });
   const trigger = { id: '1', team_id: 'T1', chat_id: chat.id, kind: 'mention', user_id: 'UOWNER', payload: {} } as unknown as Trigger;
-  ctx = { db: handle.db, config, logger: pino({ level: 'silent' }), platform: sandbox.platform, sandbox: true, chat: chat as Chat, trigger } as unknown as ToolContext;
+  ctx = { db: handle.db, config, logger: pino({ level: 'silent' }), platform: sandbox.platform, sandbox: true, chat: chat as Chat, trigger, authority: handlerFor('mention').authority } as unknown as ToolContext;
 });
 
 afterAll(async () => {
