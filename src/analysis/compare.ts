@@ -3,7 +3,7 @@
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from './bootstrap.js';
 import { AnalysisError } from './errors.js';
 import { emptyGradedSums, pairedFigures, proportion, type BootstrapSettings, type GradedSums } from './figures.js';
-import { indexById, joinById } from './join.js';
+import { indexById, joinById, type IdIndex } from './join.js';
 import { ALPHA, POWER, Z_ALPHA, wilsonInterval, type PairCounts } from './paired-statistics.js';
 import type {
   CategoryFigures,
@@ -334,7 +334,7 @@ function measureNoise(
   rerun: readonly QuestionOutcome[],
   before: readonly QuestionOutcome[],
   beforeOutcomes: Outcomes,
-  beforeIndex: Map<string, number>,
+  beforeIndex: IdIndex,
   observedDiscordanceRate: number | null,
 ): NoiseFloor {
   const { matches, onlyBefore } = joinById(before, beforeIndex, rerun, 'baseline rerun');
