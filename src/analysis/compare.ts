@@ -23,19 +23,21 @@ import { buildVerdict, generalizationNote, memorizationNote, noiseNote, notTrain
 const SAMPLE_IDS = 10;
 const MAX_RESAMPLES = 1_000_000;
 
-/** A run's outcomes by position, read and checked; under exact match a score is 1 or 0. */
+/** A run's outcomes by position, read and checked; scores only when graded. */
 interface Outcomes {
   right: Uint8Array;
-  score: Float64Array;
+  score: Float64Array | null;
 }
 
 /**
  * The questions in both runs, one column per field; row k is the k-th of them in the order of the
- * after run. `category` numbers the before run's categories (`categoryNames`). A set of joined
- * questions is a list of rows.
+ * after run. `category` numbers the before run's categories (`categoryNames`). Scores are
+ * filled when graded, else empty. A set of joined questions is a list of rows.
  */
 interface Pairs {
-  ids: string[];
+  /** The after run, and each row's position in it: its id is `idOf(pairs, k)`. */
+  run: readonly QuestionOutcome[];
+  position: Int32Array;
   category: Int32Array;
   categoryNames: string[];
   rightBefore: Uint8Array;
@@ -75,11 +77,11 @@ export function compareRuns(input: CompareInput): Comparison {
   const coverage: Coverage = {
     before: before.length,
     after: after.length,
-    joined: pairs.ids.length,
+    joined: pairs.position.length,
     onlyBefore: idSample(onlyBefore.map((i) => before[i]!.questionId)),
-    onlyAfter: idSample(after.filter((_, j) => matches[j] === -1).map((q) => q.questionId)),
+    onlyAfter: idSample(unmatchedIds(after, matches)),
   };
-  const all = Int32Array.from(pairs.ids, (_, k) => k);
+  const all = allRows(pairs);
   const overall = subsetFigures(pairs, all, settings);
   const training = trainingIds ? trainingSplit(pairs, all, overall, trainingIds, settings) : null;
   const noiseFloor = input.baselineRerun
@@ -131,10 +133,10 @@ function resolveTrainingIds(input: CompareInput): TrainingIds | null {
 
 function readOutcomes(run: readonly QuestionOutcome[], name: string, graded: boolean): Outcomes {
   const right = new Uint8Array(run.length);
-  const score = new Float64Array(run.length);
+  const score = graded ? new Float64Array(run.length) : null;
   for (let i = 0; i < run.length; i++) {
     right[i] = isCorrect(run[i]!, name) ? 1 : 0;
-    score[i] = graded ? scoreOf(run[i]!, name) : right[i]!;
+    if (score) score[i] = scoreOf(run[i]!, name);
   }
   return { right, score };
 }
@@ -162,27 +164,46 @@ function pairUp(before: readonly QuestionOutcome[], b: Outcomes, after: readonly
   let rows = 0;
   for (const i of matches) if (i !== -1) rows++;
   const p: Pairs = {
-    ids: new Array<string>(rows),
+    run: after,
+    position: new Int32Array(rows),
     category: new Int32Array(rows),
     categoryNames,
     rightBefore: new Uint8Array(rows),
     rightAfter: new Uint8Array(rows),
-    scoreBefore: new Float64Array(rows),
-    scoreAfter: new Float64Array(rows),
+    scoreBefore: new Float64Array(b.score ? rows : 0),
+    scoreAfter: new Float64Array(a.score ? rows : 0),
   };
   let k = 0;
   for (let j = 0; j < after.length; j++) {
     const i = matches[j]!;
     if (i === -1) continue;
-    p.ids[k] = after[j]!.questionId;
+    p.position[k] = j;
     p.category[k] = beforeCategory[i]!;
     p.rightBefore[k] = b.right[i]!;
     p.rightAfter[k] = a.right[j]!;
-    p.scoreBefore[k] = b.score[i]!;
-    p.scoreAfter[k] = a.score[j]!;
+    if (b.score) p.scoreBefore[k] = b.score[i]!;
+    if (a.score) p.scoreAfter[k] = a.score[j]!;
     k++;
   }
   return p;
+}
+
+function idOf(p: Pairs, k: number): string {
+  return p.run[p.position[k]!]!.questionId;
+}
+
+/** Every joined question's row. */
+function allRows(p: Pairs): Rows {
+  const rows = new Int32Array(p.position.length);
+  for (let k = 0; k < rows.length; k++) rows[k] = k;
+  return rows;
+}
+
+/** The ids of the questions of `run` that `matches` did not find in the other run. */
+function unmatchedIds(run: readonly QuestionOutcome[], matches: Int32Array): string[] {
+  const ids: string[] = [];
+  for (let j = 0; j < run.length; j++) if (matches[j] === -1) ids.push(run[j]!.questionId);
+  return ids;
 }
 
 function isCorrect(q: QuestionOutcome, run: string): boolean {
@@ -247,7 +268,10 @@ function scoreSums(p: Pairs, rows: Rows, keepDifferences: boolean): GradedSums {
     if (change > 0) sums.up++;
     else if (change < 0) sums.down++;
   }
-  if (keepDifferences) sums.differences = Float64Array.from(rows, (k) => p.scoreAfter[k]! - p.scoreBefore[k]!);
+  if (keepDifferences) {
+    sums.differences = new Float64Array(rows.length);
+    for (let r = 0; r < rows.length; r++) sums.differences[r] = p.scoreAfter[rows[r]!]! - p.scoreBefore[rows[r]!]!;
+  }
   return sums;
 }
 
@@ -255,7 +279,7 @@ function scoreSums(p: Pairs, rows: Rows, keepDifferences: boolean): GradedSums {
 function subsetFigures(p: Pairs, rows: Rows, settings: Settings): SubsetFigures {
   const idsWhere = (rightBefore: number, rightAfter: number) => {
     const ids: string[] = [];
-    for (const k of rows) if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(p.ids[k]!);
+    for (const k of rows) if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(idOf(p, k));
     return ids;
   };
   return {
@@ -283,9 +307,9 @@ function categoryFigures(p: Pairs, rows: Rows, graded: boolean): CategoryFigures
 
 /** The joined questions split into trained on, not trained on and held out, with the generalization estimate and notes. */
 function trainingSplit(p: Pairs, rows: Rows, overall: SubsetFigures, ids: TrainingIds, settings: Settings): TrainingSplit {
-  const trainedRows = rows.filter((k) => ids.trainedOn.has(p.ids[k]!));
-  const untrainedRows = rows.filter((k) => !ids.trainedOn.has(p.ids[k]!));
-  const heldRows = ids.heldOut ? untrainedRows.filter((k) => ids.heldOut!.has(p.ids[k]!)) : null;
+  const trainedRows = rows.filter((k) => ids.trainedOn.has(idOf(p, k)));
+  const untrainedRows = rows.filter((k) => !ids.trainedOn.has(idOf(p, k)));
+  const heldRows = ids.heldOut ? untrainedRows.filter((k) => ids.heldOut!.has(idOf(p, k))) : null;
   const trainedOn = subsetFigures(p, trainedRows, settings);
   const notTrainedOn = subsetFigures(p, untrainedRows, settings);
   const generalizationMeasured = notTrainedOn.table.bothWrong + notTrainedOn.table.fixed > 0;
@@ -323,7 +347,7 @@ interface Strata {
 
 /** Graded: score sums of the questions not trained on, by whether they failed before (held out, when held-out ids are given). */
 function untrainedStrata(p: Pairs, untrained: Rows, heldOut: Set<string> | null, totalWrong: number): Strata {
-  const failedBefore = (k: number) => (heldOut ? heldOut.has(p.ids[k]!) : p.rightBefore[k] === 0);
+  const failedBefore = (k: number) => (heldOut ? heldOut.has(idOf(p, k)) : p.rightBefore[k] === 0);
   const wrong = untrained.filter(failedBefore);
   const right = untrained.filter((k) => !failedBefore(k));
   return { right: scoreSums(p, right, false), wrong: scoreSums(p, wrong, false), rightCount: right.length, wrongCount: wrong.length, totalWrong };
@@ -339,8 +363,8 @@ function measureNoise(
 ): NoiseFloor {
   const { matches, onlyBefore } = joinById(before, beforeIndex, rerun, 'baseline rerun');
   const pairs = pairUp(before, beforeOutcomes, rerun, readOutcomes(rerun, 'baseline rerun', false), matches);
-  const questions = pairs.ids.length;
-  const table = pairTable(pairs, Int32Array.from(pairs.ids, (_, k) => k));
+  const questions = pairs.position.length;
+  const table = pairTable(pairs, allRows(pairs));
   const flips = proportion(table.fixed + table.broken, questions);
   const noise = {
     questions,
