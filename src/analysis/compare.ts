@@ -277,16 +277,21 @@ function scoreSums(p: Pairs, rows: Rows, keepDifferences: boolean): GradedSums {
 
 /** Every figure of a set of joined questions (graded: with the bootstrap), and its first fixed and broken ids. */
 function subsetFigures(p: Pairs, rows: Rows, settings: Settings): SubsetFigures {
-  const idsWhere = (rightBefore: number, rightAfter: number) => {
-    const ids: string[] = [];
-    for (const k of rows) if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(idOf(p, k));
-    return ids;
-  };
   return {
     ...pairedFigures(pairTable(p, rows), settings.graded ? scoreSums(p, rows, true) : null, settings.bootstrap),
-    topFixed: smallestIds(idsWhere(0, 1)),
-    topBroken: smallestIds(idsWhere(1, 0)),
+    topFixed: smallestIds(idsWhere(p, rows, 0, 1)),
+    topBroken: smallestIds(idsWhere(p, rows, 1, 0)),
   };
+}
+
+/** The ids of the rows right (1) or wrong (0) before and after as given. */
+function idsWhere(p: Pairs, rows: Rows, rightBefore: number, rightAfter: number): string[] {
+  const ids: string[] = [];
+  for (let r = 0; r < rows.length; r++) {
+    const k = rows[r]!;
+    if (p.rightBefore[k] === rightBefore && p.rightAfter[k] === rightAfter) ids.push(idOf(p, k));
+  }
+  return ids;
 }
 
 /** Figures per category of the before run (no bootstrap), sorted by category name. */
