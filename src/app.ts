@@ -10,8 +10,11 @@ import { migrateJobEngine, type WorkerHandle } from './jobs/worker.js';
 import { createLogger, createScrubber, type SecretScrubber } from './logger.js';
 import type { Platform } from './platform/platform.js';
 import type { SandboxFaults, SandboxHandle } from './platform/sandbox/sandbox.js';
-import { assertPortFree, startWebRole, type WebRole } from './roles/web.js';
-import { startWorkerRole, type WorkerRole } from './roles/worker.js';
+import { assertPortFree } from './http/port.js';
+// The roles' modules are imported when a role starts: each process of `npm start` then loads only
+// what it runs (the parent neither Bolt nor the agent; the web role not the agent nor the engines).
+import type { WebRole } from './roles/web.js';
+import type { WorkerRole } from './roles/worker.js';
 import { describeError, redactUrl, StartupError } from './startup-error.js';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
@@ -135,6 +138,7 @@ async function start(config: Config, roles: { web: boolean; worker: boolean }, o
 
     let web: WebRole | undefined;
     if (roles.web) {
+      const { startWebRole } = await import('./roles/web.js');
       web = await startWebRole({
         config,
         db: db.db,
@@ -159,6 +163,7 @@ async function start(config: Config, roles: { web: boolean; worker: boolean }, o
             }
           : undefined;
       const sandbox = config.sandboxHost ?? inProcessSandbox;
+      const { startWorkerRole } = await import('./roles/worker.js');
       worker = await startWorkerRole({
         config,
         db,

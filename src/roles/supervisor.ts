@@ -11,7 +11,7 @@ import { generateWebhookSecret } from '../platform/webhooks.js';
 import { describeError, redactUrl, StartupError } from '../startup-error.js';
 import { createDb } from '../store/db.js';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../store/embedded-postgres.js';
-import { assertPortFree } from './web.js';
+import { assertPortFree } from '../http/port.js';
 
 /** What a role process tells its parent over IPC. */
 export type RoleMessage =

@@ -1,14 +1,13 @@
 // The web role: the HTTP server (health, platform webhooks, Slack's requests in HTTP mode) and the
 // Bolt app (Socket Mode's socket when an app token is set). It stores triggers and answers; it runs no turn.
-import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { portError } from '../http/port.js';
 import { sendJson, startHttpServer } from '../http/server.js';
 import { createWebhookRoute } from '../http/webhook-route.js';
 import { createHttpPlatform } from '../platform/http-client.js';
 import { createSlackApp, type SlackApp } from '../slack/app.js';
 import type { ListenerDeps } from '../slack/listeners/index.js';
-import { describeError, StartupError } from '../startup-error.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { enqueueSlackTriggers, type SlackTriggerInput, type EnqueueResult } from '../store/triggers.js';
@@ -38,22 +37,6 @@ export interface WebRoleOptions {
  */
 const SLACK_INGEST_BATCH = 64;
 const SLACK_INGEST_SLOTS = 2;
-
-export function portError(port: number, error: unknown): Error {
-  const code = (error as { code?: string }).code;
-  if (code === 'EADDRINUSE') return new StartupError('PORT', `PORT ${port} is already in use: stop what listens there or set PORT to a free port`, { cause: error });
-  if (code === 'EACCES') return new StartupError('PORT', `PORT ${port} needs privileges this process lacks: set PORT above 1023`, { cause: error });
-  return error instanceof Error ? error : new Error(describeError(error));
-}
-
-/** Fails with a {@link StartupError} naming PORT when nothing can listen on it. */
-export async function assertPortFree(port: number, host: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error) => reject(portError(port, error)));
-    probe.listen(port, host, () => probe.close(() => resolve()));
-  });
-}
 
 export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
   const { config, db, logger } = options;

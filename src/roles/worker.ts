@@ -21,7 +21,7 @@ import { startSandbox, type SandboxFaults, type SandboxHandle } from '../platfor
 import { createHomePublisher } from '../slack/home.js';
 import { createSlackClients, SlackPoster } from '../slack/poster.js';
 import type { DbHandle } from '../store/db.js';
-import { assertPortFree } from './web.js';
+import { assertPortFree } from '../http/port.js';
 
 export interface WorkerRole {
   platform: Platform;

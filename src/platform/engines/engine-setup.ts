@@ -7,7 +7,6 @@ import { findBenchmark, questionAt } from '../sandbox/catalogue.js';
 import type { SandboxLogger } from '../sandbox/context.js';
 import type pg from 'pg';
 import { createOpenAiInference, type InferenceEngine, type PromptStyle } from './inference.js';
-import { startLlamaServer } from './llama-server.js';
 import { createAdapterServing, type AdapterServing, type InferenceServerSetting } from './lora-adapters.js';
 import type { AdapterRegistration } from './training-supervisor.js';
 
@@ -91,6 +90,8 @@ export async function startInferenceEngine(
     return { inference: adapters.wrap(inference), url: setup.url, adapters, close: () => inference.close() };
   }
   if (!setup.modelsDir) throw new Error('a real inference engine needs either an endpoint URL or a models folder');
+  // Imported here: node-llama-cpp loads only in a worker that serves models itself.
+  const { startLlamaServer } = await import('./llama-server.js');
   const server = await startLlamaServer({
     modelsDir: setup.modelsDir,
     threads: setup.threads ?? Math.max(1, os.availableParallelism()),

@@ -5,7 +5,8 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
+import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import { loadCpuLlama } from './llama-cpu.js';
 import { z } from 'zod';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
@@ -183,7 +184,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
   }
 
   async function tokenize(spec: TrainingSpec, examples: TrainingExample[]): Promise<TokenizedExample[]> {
-    llamaPromise ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    llamaPromise ??= loadCpuLlama();
     const llama = await llamaPromise;
     const model = await llama.loadModel({ modelPath: spec.baseModelPath, vocabOnly: true });
     try {

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
+import type { Llama } from 'node-llama-cpp';
+import { loadCpuLlama } from './llama-cpu.js';
 import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
 import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
 import {
@@ -181,7 +182,7 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
   }
 
   async function tokenize(baseModelPath: string, examples: TrainingExample[]) {
-    llamaPromise ??= getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    llamaPromise ??= loadCpuLlama();
     const model = await (await llamaPromise).loadModel({ modelPath: baseModelPath, vocabOnly: true });
     try {
       return examples.map((example) => tokenizeExample(model, example));
