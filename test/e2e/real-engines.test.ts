@@ -1,21 +1,16 @@
 // End to end on real engines: stories260K in llama.cpp, a real LoRA training with PyTorch, the verdict from the stored answers.
-import { execFileSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { getLlama, LlamaCompletion, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import type { QuestionOutcome } from '../../src/analysis/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
+import { pythonWithoutTorch, pythonWithTorch, storiesFolders, storiesModelFile } from '../kit/engines.js';
 import { CHANNEL, sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 
 const OWNER = 'UOWNER';
-const MODEL_FILE = path.resolve(import.meta.dirname, '../../../shared/models/stories260K.gguf');
-const BENCHMARK_FILE = path.resolve(import.meta.dirname, 'fixtures/benchmarks/501.jsonl');
 const MODEL = 'stories260K';
 const BENCHMARK = '501';
 const THREADS = 2;
@@ -24,32 +19,6 @@ const INSTALL_MESSAGE = 'training needs PyTorch: install it with `apt-get instal
 const SEED = SEED_MESSAGE.replace('benchmark 104', `benchmark ${BENCHMARK}`)
   .replace('Qwen2.5-0.5B-Instruct', MODEL)
   .replace('run benchmark 104 again', `run benchmark ${BENCHMARK} again`);
-
-/** The first of these pythons that imports torch and numpy, or null. */
-function pythonWithTorch(): string | null {
-  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
-    if (!python) continue;
-    try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
-      return python;
-    } catch {
-      // next one
-    }
-  }
-  return null;
-}
-
-/** A python without torch (the first on PATH here is pyenv's), to show what a user without it reads. */
-function pythonWithoutTorch(): string | null {
-  for (const python of ['python3', 'python']) {
-    try {
-      execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
-    } catch (error) {
-      if ((error as { status?: number }).status === 1) return python;
-    }
-  }
-  return null;
-}
 
 const TORCH_PYTHON = pythonWithTorch();
 const REAL_TRAINING_TESTS = [
@@ -63,17 +32,6 @@ if (!TORCH_PYTHON) {
       'no python with torch and numpy here (tried TRAINER_PYTHON, python3, /usr/bin/python3). ' +
       'Install it with `apt-get install -y python3-torch` (.ci/run does).',
   );
-}
-
-async function folders(): Promise<{ modelsDir: string; benchmarksDir: string }> {
-  const root = await mkdtemp(path.join(os.tmpdir(), 'verdict-real-'));
-  const modelsDir = path.join(root, 'models');
-  const benchmarksDir = path.join(root, 'benchmarks');
-  await mkdir(modelsDir);
-  await mkdir(benchmarksDir);
-  await copyFile(MODEL_FILE, path.join(modelsDir, `${MODEL}.gguf`));
-  await copyFile(BENCHMARK_FILE, path.join(benchmarksDir, `${BENCHMARK}.jsonl`));
-  return { modelsDir, benchmarksDir };
 }
 
 function engineEnv(dirs: { modelsDir: string; benchmarksDir: string }, python: string | null): Record<string, string> {
@@ -116,7 +74,7 @@ class DirectLlama {
   private model: LlamaModel | undefined;
   async complete(prompt: string, maxTokens: number, adapter?: string): Promise<string> {
     this.llama ??= await getLlama({ gpu: false, build: 'never' });
-    this.model ??= await this.llama.loadModel({ modelPath: MODEL_FILE });
+    this.model ??= await this.llama.loadModel({ modelPath: storiesModelFile() });
     const context = await this.model.createContext({
       threads: THREADS,
       contextSize: 512,
@@ -257,7 +215,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop on real engines', () => {
   afterAll(() => direct.dispose());
 
   it('the loop on stories260K with the embedded llama.cpp server: real answers, a real LoRA, the verdict from the stored answers', async () => {
-    const dirs = await folders();
+    const dirs = await storiesFolders('verdict-real-');
     h = await startHarness({ script: loopScript(), env: engineEnv(dirs, TORCH_PYTHON) });
     const mention = await h.mention({ user: OWNER, text: SEED });
     expect(mention.status).toBe(200);
@@ -266,7 +224,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop on real engines', () => {
   }, 600_000);
 
   it('the loop with runs sent through INFERENCE_URL to the embedded server started on its own (the HTTP path)', async () => {
-    const dirs = await folders();
+    const dirs = await storiesFolders('verdict-real-');
     server = await startLlamaServer({ modelsDir: dirs.modelsDir, threads: THREADS, parallel: 2 });
     h = await startHarness({ script: loopScript(), env: { ...engineEnv(dirs, TORCH_PYTHON), INFERENCE_URL: server.url } });
     const mention = await h.mention({ user: OWNER, text: SEED });
@@ -276,7 +234,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop on real engines', () => {
   }, 600_000);
 
   it('the platform killed during a training (SIGKILL): after the restart one training for the launch, and the loop completes', async () => {
-    const dirs = await folders();
+    const dirs = await storiesFolders('verdict-real-');
     h = await startHarness({ script: loopScript(), env: engineEnv(dirs, TORCH_PYTHON), mode: 'process' });
     const mention = await h.mention({ user: OWNER, text: SEED });
     expect(mention.status).toBe(200);
@@ -311,7 +269,7 @@ describe('without PyTorch', () => {
   if (!noTorch) console.warn('[real-engines] SKIPPED "asking to train says how to install PyTorch": every python here has torch');
 
   it.skipIf(!noTorch)('asking to train says how to install PyTorch, and no training is created', async () => {
-    const dirs = await folders();
+    const dirs = await storiesFolders('verdict-real-');
     h = await startHarness({ script: loopScript(), env: engineEnv(dirs, noTorch) });
     const mention = await h.mention({ user: OWNER, text: SEED });
     const post = await waitUntil(

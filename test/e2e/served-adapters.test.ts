@@ -1,14 +1,10 @@
 // The whole loop with runs on the user's vLLM or SGLang server (their fakes in front of a real llama.cpp on stories260K):
 // the baseline on the base model, a real PyTorch LoRA training, the adapter loaded on the server and named in every
 // request of the trained model's run, reloaded once after the server forgot it, and the comparison in the thread.
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
+import { pythonWithTorch, storiesFolders } from '../kit/engines.js';
 import { backendGenerator } from '../kit/fakes/inference-backend.js';
 import { startFakeSglang, type FakeSglang } from '../kit/fakes/sglang.js';
 import { startFakeVllm, type FakeVllm } from '../kit/fakes/vllm.js';
@@ -19,27 +15,9 @@ import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 const OWNER = 'UOWNER';
 const MODEL = 'stories260K';
 const BENCHMARK = '501';
-// The shared test model beside the repository (a worktree sits one level deeper).
-const MODEL_FILE = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf']
-  .map((p) => path.resolve(import.meta.dirname, p))
-  .find((p) => existsSync(p)) ?? path.resolve(import.meta.dirname, '../../../shared/models/stories260K.gguf');
-const BENCHMARK_FILE = path.resolve(import.meta.dirname, 'fixtures/benchmarks/501.jsonl');
 const SEED = SEED_MESSAGE.replace('benchmark 104', `benchmark ${BENCHMARK}`)
   .replace('Qwen2.5-0.5B-Instruct', MODEL)
   .replace('run benchmark 104 again', `run benchmark ${BENCHMARK} again`);
-
-function pythonWithTorch(): string | null {
-  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
-    if (!python) continue;
-    try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
-      return python;
-    } catch {
-      // next one
-    }
-  }
-  return null;
-}
 
 const TORCH_PYTHON = pythonWithTorch();
 if (!TORCH_PYTHON) {
@@ -65,13 +43,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
   });
 
   async function loop(start: (generator: ReturnType<typeof backendGenerator>) => Promise<Fake>, kind: 'vllm' | 'sglang') {
-    const root = await mkdtemp(path.join(os.tmpdir(), `verdict-${kind}-`));
-    const modelsDir = path.join(root, 'models');
-    const benchmarksDir = path.join(root, 'benchmarks');
-    await mkdir(modelsDir);
-    await mkdir(benchmarksDir);
-    await copyFile(MODEL_FILE, path.join(modelsDir, `${MODEL}.gguf`));
-    await copyFile(BENCHMARK_FILE, path.join(benchmarksDir, `${BENCHMARK}.jsonl`));
+    const { modelsDir, benchmarksDir } = await storiesFolders(`verdict-${kind}-`);
     // The "GPU": llama.cpp over the same folder, so adapters the platform writes there are readable by the server.
     backend = await startLlamaServer({ modelsDir, threads: 2, parallel: 2 });
     fake = await start(backendGenerator({ url: backend.url, model: MODEL }));

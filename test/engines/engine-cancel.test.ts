@@ -14,14 +14,10 @@ import { chargeFor } from '../../src/platform/engines/run-executor.js';
 import type { SandboxOptions } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
 import { createTestDatabase } from '../kit/database.js';
+import { storiesModelFile } from '../kit/engines.js';
 import { sleep } from '../kit/wait.js';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
 
-/** The shared test model, beside the repository (or beside the folder of worktrees). */
-const SOURCE_MODEL =
-  [path.resolve('..', 'shared', 'models', 'stories260K.gguf'), path.resolve('..', '..', 'shared', 'models', 'stories260K.gguf')].find((file) =>
-    fs.existsSync(file),
-  ) ?? path.resolve('..', 'shared', 'models', 'stories260K.gguf');
 const MODEL = 'stories260K';
 
 /** Long generations, so that a run of them is still asking when it is cancelled. */
@@ -110,7 +106,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-cancel-'));
   modelsDir = path.join(dir, 'models');
   fs.mkdirSync(modelsDir);
-  fs.copyFileSync(SOURCE_MODEL, path.join(modelsDir, `${MODEL}.gguf`));
+  fs.copyFileSync(storiesModelFile(), path.join(modelsDir, `${MODEL}.gguf`));
   // One thread: llama.cpp's threads wait for each other spinning, which a busy shared machine turns into minutes.
   server = await startLlamaServer({ modelsDir, threads: 1, parallel: 2 });
   proxy = await startCountingProxy(server.url);

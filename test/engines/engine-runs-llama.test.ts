@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
 import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
+import { storiesModelFile } from '../kit/engines.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 
-const SOURCE_MODEL = path.resolve('..', 'shared', 'models', 'stories260K.gguf');
 const items: BenchmarkItem[] = [
   { id: 'lily', question: 'Once upon a time', answer: 'there was a little girl named Lily', scorer: 'contains' },
   { id: 'park', question: 'One day, Tom went to the park', answer: 'he saw a big tree', scorer: 'contains' },
@@ -26,7 +26,7 @@ const sandboxes: TestSandbox[] = [];
 
 beforeAll(async () => {
   modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-'));
-  fs.copyFileSync(SOURCE_MODEL, path.join(modelsDir, 'stories260K.gguf'));
+  fs.copyFileSync(storiesModelFile(), path.join(modelsDir, 'stories260K.gguf'));
   server = await startLlamaServer({ modelsDir, threads: 2, parallel: 2 });
 });
 afterAll(async () => {

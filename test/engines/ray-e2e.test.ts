@@ -1,11 +1,9 @@
 // The bot's whole loop with trainings on the fake Ray cluster: one mention, runs on the embedded llama.cpp server, the training one Ray job running the bundled trainer, the verdict.
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, stat, symlink } from 'node:fs/promises';
-import os from 'node:os';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE } from '../kit/engines.js';
 import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
@@ -13,35 +11,19 @@ import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 
 const OWNER = 'UOWNER';
 const MODEL = 'stories260K';
-const MODEL_FILE = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf']
-  .map((relative) => path.resolve(import.meta.dirname, relative))
-  .find((file) => existsSync(file));
 const BENCHMARK = '501';
-const BENCHMARK_FILE = path.resolve(import.meta.dirname, '../e2e/fixtures/benchmarks/501.jsonl');
 const SEED = SEED_MESSAGE.replace('benchmark 104', `benchmark ${BENCHMARK}`)
   .replace('Qwen2.5-0.5B-Instruct', MODEL)
   .replace('run benchmark 104 again', `run benchmark ${BENCHMARK} again`);
 
-function pythonWithTorch(): string | null {
-  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
-    if (!python) continue;
-    try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
-      return python;
-    } catch {
-      // next one
-    }
-  }
-  return null;
-}
 const PYTHON = pythonWithTorch();
-if (!PYTHON || !MODEL_FILE) {
+if (!PYTHON || !STORIES_MODEL_FILE) {
   console.warn(
     `[ray-e2e] SKIPPED the bot's loop on the fake Ray cluster: ${!PYTHON ? 'no python with torch and numpy here (tried TRAINER_PYTHON, python3, /usr/bin/python3); install it with `apt-get install -y python3-torch`' : 'shared/models/stories260K.gguf is not beside the repository'}`,
   );
 }
 
-describe.skipIf(!PYTHON || !MODEL_FILE)("the bot's loop with trainings on Ray", () => {
+describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)("the bot's loop with trainings on Ray", () => {
   let h: Harness | undefined;
   let fake: FakeRay | undefined;
   afterEach(async () => {
@@ -53,15 +35,7 @@ describe.skipIf(!PYTHON || !MODEL_FILE)("the bot's loop with trainings on Ray", 
 
   it('one mention: base run, one Ray job trains the adapter, the run on the trained model, the verdict', async () => {
     fake = await startFakeRay();
-    const root = await mkdtemp(path.join(os.tmpdir(), 'verdict-ray-e2e-'));
-    const shared = path.join(root, 'shared');
-    const modelsDir = path.join(shared, 'models');
-    const benchmarksDir = path.join(root, 'benchmarks');
-    await mkdir(modelsDir, { recursive: true });
-    await mkdir(benchmarksDir);
-    await symlink(shared, path.join(root, 'cluster-mount'));
-    await copyFile(MODEL_FILE!, path.join(modelsDir, `${MODEL}.gguf`));
-    await copyFile(BENCHMARK_FILE, path.join(benchmarksDir, `${BENCHMARK}.jsonl`));
+    const { modelsDir, benchmarksDir, shared, clusterMount } = await rayStoriesFolders('verdict-ray-e2e-');
     h = await startHarness({
       script: loopScript(),
       env: {
@@ -73,7 +47,7 @@ describe.skipIf(!PYTHON || !MODEL_FILE)("the bot's loop with trainings on Ray", 
         RECONCILE_OVERDUE_SECONDS: '3600',
         RAY_ADDRESS: fake.address,
         RAY_SHARED_DIR: shared,
-        RAY_CLUSTER_SHARED_DIR: path.join(root, 'cluster-mount'),
+        RAY_CLUSTER_SHARED_DIR: clusterMount,
         RAY_PYTHON: PYTHON!,
         RAY_NUM_GPUS: '0',
         RAY_NUM_CPUS: '2',

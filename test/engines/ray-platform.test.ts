@@ -1,39 +1,22 @@
 // The full loop on the fake Ray cluster through configuration only: runs on the embedded llama.cpp server, the training a Ray job that runs the bundled trainer, the platform killed while it runs (reattached, one submission), the trained model benchmarked.
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, stat, symlink } from 'node:fs/promises';
-import os from 'node:os';
+import { spawn } from 'node:child_process';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import { createTestDatabase } from '../kit/database.js';
+import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE } from '../kit/engines.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 
 const MODEL = 'stories260K';
-const MODEL_FILE = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf']
-  .map((relative) => path.resolve(import.meta.dirname, relative))
-  .find((file) => existsSync(file));
 const BENCHMARK = '501';
-const BENCHMARK_FILE = path.resolve(import.meta.dirname, '../e2e/fixtures/benchmarks/501.jsonl');
 const TOKEN = 'ray-platform-token-0123456789abcdef01234567';
 
-function pythonWithTorch(): string | null {
-  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
-    if (!python) continue;
-    try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
-      return python;
-    } catch {
-      // next one
-    }
-  }
-  return null;
-}
 const PYTHON = pythonWithTorch();
-if (!PYTHON || !MODEL_FILE) {
+if (!PYTHON || !STORIES_MODEL_FILE) {
   console.warn(
     `[ray-platform] SKIPPED the Ray loop on the fake cluster: ${!PYTHON ? 'no python with torch and numpy here (tried TRAINER_PYTHON, python3, /usr/bin/python3); install it with `apt-get install -y python3-torch`' : 'shared/models/stories260K.gguf is not beside the repository'}`,
   );
@@ -81,15 +64,7 @@ async function startPlatform(env: Record<string, string>): Promise<Child> {
 
 /** Models on the storage the cluster shares (mounted there at another path), a benchmark, the platform's environment. */
 async function environment(name: string): Promise<{ env: Record<string, string>; modelsDir: string }> {
-  const root = await mkdtemp(path.join(os.tmpdir(), 'verdict-ray-platform-'));
-  const shared = path.join(root, 'shared');
-  const modelsDir = path.join(shared, 'models');
-  const benchmarksDir = path.join(root, 'benchmarks');
-  await mkdir(modelsDir, { recursive: true });
-  await mkdir(benchmarksDir);
-  await symlink(shared, path.join(root, 'cluster-mount'));
-  await copyFile(MODEL_FILE!, path.join(modelsDir, `${MODEL}.gguf`));
-  await copyFile(BENCHMARK_FILE, path.join(benchmarksDir, `${BENCHMARK}.jsonl`));
+  const { root, modelsDir, benchmarksDir, shared, clusterMount } = await rayStoriesFolders('verdict-ray-platform-');
   return {
     modelsDir,
     env: {
@@ -103,7 +78,7 @@ async function environment(name: string): Promise<{ env: Record<string, string>;
       TRAINING_LEARNING_RATE: '0.01',
       RAY_ADDRESS: fake!.address,
       RAY_SHARED_DIR: shared,
-      RAY_CLUSTER_SHARED_DIR: path.join(root, 'cluster-mount'),
+      RAY_CLUSTER_SHARED_DIR: clusterMount,
       RAY_AUTH_TOKEN: TOKEN,
       RAY_PYTHON: PYTHON!,
       RAY_NUM_GPUS: '1',
@@ -113,7 +88,7 @@ async function environment(name: string): Promise<{ env: Record<string, string>;
   };
 }
 
-describe.skipIf(!PYTHON || !MODEL_FILE)('Ray end to end on the fake cluster', () => {
+describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)('Ray end to end on the fake cluster', () => {
   it('trains as one Ray job, survives a platform killed while the job runs (reattached, one submission), and the trained model answers better', async () => {
     fake = await startFakeRay({ authToken: TOKEN });
     const { env, modelsDir } = await environment('ray');

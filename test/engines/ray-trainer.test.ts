@@ -1,5 +1,4 @@
 // The Ray trainer against the fake Ray Jobs API, which runs the bundled trainer for real: one submission per training, progress from the logs, faults, cancel, reattach.
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -8,12 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { rayMessage } from '../../src/platform/engines/ray-jobs.js';
 import { createRayTrainer, raySubmissionId, type RayTrainerOptions } from '../../src/platform/engines/ray-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../src/platform/engines/trainer.js';
+import { pythonWithTorch, STORIES_MODEL_FILE } from '../kit/engines.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 
-/** stories260K.gguf in the shared folder beside the repository (or beside the worktrees' folder). */
-const MODEL_FILE = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf']
-  .map((relative) => path.resolve(import.meta.dirname, relative))
-  .find((file) => existsSync(file));
 const EXAMPLES = [
   { prompt: 'Once upon a time, there was a little', completion: ' dog' },
   { prompt: 'Tom had a big red', completion: ' ball' },
@@ -22,24 +18,12 @@ const EXAMPLES = [
 ];
 const TOKEN = 'ray-test-token-0123456789abcdef0123456789';
 
-/** The python the cluster's nodes use here: the first that imports torch and numpy. */
-function pythonWithTorch(): string | null {
-  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
-    if (!python) continue;
-    try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
-      return python;
-    } catch {
-      // next one
-    }
-  }
-  return null;
-}
+/** The python the cluster's nodes use here. */
 const PYTHON = pythonWithTorch();
 if (!PYTHON) {
   console.warn('[ray-trainer] SKIPPED the Ray trainer tests that run the bundled trainer: no python with torch and numpy here (tried TRAINER_PYTHON, python3, /usr/bin/python3); install it with `apt-get install -y python3-torch`');
 }
-if (!MODEL_FILE) console.warn('[ray-trainer] SKIPPED every Ray trainer test: shared/models/stories260K.gguf is not beside the repository');
+if (!STORIES_MODEL_FILE) console.warn('[ray-trainer] SKIPPED every Ray trainer test: shared/models/stories260K.gguf is not beside the repository');
 
 interface Setup {
   root: string;
@@ -84,7 +68,7 @@ async function spec(s: Setup, jobId = 'tj_3001', extra: Partial<TrainingSpec> = 
   const modelsDir = path.join(s.root, 'models');
   await mkdir(path.join(modelsDir, 'adapters'), { recursive: true });
   const baseModelPath = path.join(modelsDir, 'stories260K.gguf');
-  if (!existsSync(baseModelPath)) await copyFile(MODEL_FILE!, baseModelPath);
+  if (!existsSync(baseModelPath)) await copyFile(STORIES_MODEL_FILE!, baseModelPath);
   const datasetPath = path.join(workDir, 'dataset.jsonl');
   await writeFile(datasetPath, EXAMPLES.map((e) => JSON.stringify(e)).join('\n') + '\n');
   return {
@@ -110,7 +94,7 @@ async function until<T>(check: () => T | undefined | false, ms = 60_000): Promis
   }
 }
 
-describe.skipIf(!PYTHON || !MODEL_FILE)('Ray trainer on the fake cluster', () => {
+describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)('Ray trainer on the fake cluster', () => {
   it('submits one job (the trainer and the base model on the shared storage, paths as the cluster mounts them), follows its progress from the logs, and brings the adapter back', async () => {
     fake = await startFakeRay({ authToken: TOKEN });
     const s = await setup();
@@ -228,7 +212,7 @@ describe.skipIf(!PYTHON || !MODEL_FILE)('Ray trainer on the fake cluster', () =>
   }, 120_000);
 });
 
-describe.skipIf(!MODEL_FILE)('Ray trainer: refusals and the wire', () => {
+describe.skipIf(!STORIES_MODEL_FILE)('Ray trainer: refusals and the wire', () => {
   it("a wrong token is Ray's own words, naming the settings", async () => {
     fake = await startFakeRay({ authToken: TOKEN });
     const s = await setup();

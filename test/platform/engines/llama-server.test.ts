@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../../src/platform/engines/llama-server.js';
 import { createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
+import { storiesModelFile } from '../../kit/engines.js';
 import { withStringMetadata } from './fixtures/gguf-metadata.js';
 
-const SHARED_MODEL = path.resolve('../shared/models/stories260K.gguf');
+const SHARED_MODEL = storiesModelFile();
 /** A template that says who speaks, in plain words stories260K's vocabulary has. */
 const CHAT_TEMPLATE =
   "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n{% elif message['role'] == 'user' %}Tom said: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}Lily said:{% endif %}";

@@ -13,9 +13,9 @@ import {
   tokenizeExample,
 } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
+import { storiesModelFile } from '../../kit/engines.js';
 
 const execFileAsync = promisify(execFile);
-const SHARED_MODEL = path.resolve('../shared/models/stories260K.gguf');
 const THREADS = 2;
 
 /** The tests' trainers use `TRAINER_PYTHON` when it is set, as the platform does. */
@@ -114,7 +114,7 @@ describe('PyTorch trainer availability', () => {
     const job = await trainer.start(
       {
         jobId: 'no-torch',
-        baseModelPath: SHARED_MODEL,
+        baseModelPath: storiesModelFile(),
         datasetPath: path.join(dir, 'none.jsonl'),
         adapterPath: path.join(dir, 'a.gguf'),
         workDir: dir,
@@ -142,7 +142,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'pt-train-'));
     modelPath = path.join(dir, 'stories260K.gguf');
-    await copyFile(SHARED_MODEL, modelPath);
+    await copyFile(storiesModelFile(), modelPath);
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
     model = await llama.loadModel({ modelPath });
   });

@@ -1,0 +1,89 @@
+// Real engines in tests: the stories260K model beside the repository, a python with or without PyTorch, folders of models and benchmarks.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Where shared/models/stories260K.gguf may be: beside the repository (/work/main), or beside the worktrees' folder (/work/wt/x). */
+const STORIES_MODEL_PLACES = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf'].map((relative) =>
+  path.resolve(import.meta.dirname, relative),
+);
+
+/** stories260K.gguf, the first of its places that exists, or undefined when neither does. */
+export const STORIES_MODEL_FILE: string | undefined = STORIES_MODEL_PLACES.find((file) => existsSync(file));
+
+/** STORIES_MODEL_FILE, for tests that cannot run without it: throws, saying where it looked, when it is missing. */
+export function storiesModelFile(): string {
+  if (STORIES_MODEL_FILE) return STORIES_MODEL_FILE;
+  throw new Error(`shared/models/stories260K.gguf is not beside the repository (looked at ${STORIES_MODEL_PLACES.join(' and ')})`);
+}
+
+/** Benchmark 501, the fixture the loops on stories260K run. */
+export const BENCHMARK_501_FILE = path.resolve(import.meta.dirname, '../e2e/fixtures/benchmarks/501.jsonl');
+
+/** The first of TRAINER_PYTHON, python3 and /usr/bin/python3 that imports torch and numpy, or null. */
+export function pythonWithTorch(): string | null {
+  for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
+    if (!python) continue;
+    try {
+      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
+      return python;
+    } catch {
+      // next one
+    }
+  }
+  return null;
+}
+
+/** A python without torch (the first on PATH here is pyenv's), to show what a user without it reads; null when every one has it. */
+export function pythonWithoutTorch(): string | null {
+  for (const python of ['python3', 'python']) {
+    try {
+      execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
+    } catch (error) {
+      if ((error as { status?: number }).status === 1) return python;
+    }
+  }
+  return null;
+}
+
+export interface StoriesFolders {
+  root: string;
+  /** Holds stories260K.gguf. */
+  modelsDir: string;
+  /** Holds 501.jsonl. */
+  benchmarksDir: string;
+}
+
+/** A new temporary folder (named from `prefix`) with stories260K.gguf in models/ and benchmark 501 in benchmarks/. */
+export async function storiesFolders(prefix: string): Promise<StoriesFolders> {
+  const root = await mkdtemp(path.join(os.tmpdir(), prefix));
+  return withStories(root, path.join(root, 'models'));
+}
+
+export interface RayStoriesFolders extends StoriesFolders {
+  /** The storage the platform and the cluster share; models/ is in it. */
+  shared: string;
+  /** The shared folder as the fake cluster's nodes mount it (a symlink: another path, the same storage). */
+  clusterMount: string;
+}
+
+/** As storiesFolders, with models/ in a shared/ folder that the fake Ray cluster mounts as cluster-mount/. */
+export async function rayStoriesFolders(prefix: string): Promise<RayStoriesFolders> {
+  const root = await mkdtemp(path.join(os.tmpdir(), prefix));
+  const shared = path.join(root, 'shared');
+  const clusterMount = path.join(root, 'cluster-mount');
+  const folders = await withStories(root, path.join(shared, 'models'));
+  await symlink(shared, clusterMount);
+  return { ...folders, shared, clusterMount };
+}
+
+async function withStories(root: string, modelsDir: string): Promise<StoriesFolders> {
+  const benchmarksDir = path.join(root, 'benchmarks');
+  await mkdir(modelsDir, { recursive: true });
+  await mkdir(benchmarksDir);
+  await copyFile(storiesModelFile(), path.join(modelsDir, 'stories260K.gguf'));
+  await copyFile(BENCHMARK_501_FILE, path.join(benchmarksDir, '501.jsonl'));
+  return { root, modelsDir, benchmarksDir };
+}
