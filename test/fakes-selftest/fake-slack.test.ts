@@ -95,13 +95,13 @@ describe('fake Slack Web API', () => {
       section('x'.repeat(3001)),
       { type: 'header', text: { type: 'plain_text', text: 'h'.repeat(151) } },
       { type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Go' }, action_id: 'a'.repeat(256), value: 'v'.repeat(2001) }] },
-      { type: 'table', rows: Array.from({ length: 101 }, () => [{ type: 'raw_text', text: 'cell' }]) },
+      { type: 'table', rows: Array.from({ length: 101 }, (_, i) => [{ type: 'raw_text', text: i === 0 ? '' : 'cell' }]) },
     ];
     await expect(client.chat.postMessage({ channel: 'C5', text: 'bad', blocks } as never)).rejects.toMatchObject({
       data: { error: 'invalid_blocks' },
     });
     const joined = slack.violations.join('\n');
-    for (const fragment of ['section text', 'header text', 'action_id', 'button value', '100 rows']) {
+    for (const fragment of ['section text', 'header text', 'action_id', 'button value', '100 rows', 'raw_text cell text must be at least 1 character']) {
       expect(joined).toContain(fragment);
     }
   });

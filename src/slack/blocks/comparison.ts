@@ -22,7 +22,8 @@ const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
 };
 
 type Cell = RawTextElement;
-const cell = (text: string): Cell => ({ type: 'raw_text', text: truncate(text, SLACK_LIMITS.tableCellText) });
+/** Slack refuses an empty raw_text cell (its minimum length is 1): a cell with nothing to say shows a dash. */
+const cell = (text: string): Cell => ({ type: 'raw_text', text: text === '' ? '–' : truncate(text, SLACK_LIMITS.tableCellText) });
 
 /** "59.0% (49.2–68.1)": a rate with its Wilson 95% interval, in percent. */
 function rateWithInterval(p: Proportion): string {

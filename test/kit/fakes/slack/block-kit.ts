@@ -141,6 +141,18 @@ class Checker {
   }
 }
 
+/** A table cell: raw_text with at least one character (@slack/types: "The minimum length is 1 character"), or rich_text. */
+function tableCell(c: Checker, cell: unknown, pointer: string): void {
+  const t = cell as { type?: unknown; text?: unknown; elements?: unknown };
+  if (t === null || typeof t !== 'object') return c.add(pointer, 'table cell must be an object');
+  if (t.type === 'rich_text') {
+    if (!Array.isArray(t.elements)) c.add(`${pointer}/elements`, 'rich_text cell needs elements');
+    return;
+  }
+  if (t.type !== 'raw_text') return c.add(`${pointer}/type`, `table cell type must be raw_text or rich_text (got ${String(t.type)})`);
+  if (typeof t.text !== 'string' || t.text.length === 0) c.add(`${pointer}/text`, 'raw_text cell text must be at least 1 character');
+}
+
 /**
  * Checks blocks against the Block Kit limits Slack enforces and returns every problem found
  * (an empty list means Slack would accept them). `basePointer` names the argument, e.g. `/blocks`.
@@ -235,6 +247,7 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
         block.rows.forEach((row: unknown, j) => {
           if (!Array.isArray(row)) c.add(`${p}/rows/${j}`, 'table row must be an array of cells');
           else if (row.length > 20) c.add(`${p}/rows/${j}`, `table row must have at most 20 cells (got ${row.length})`);
+          else row.forEach((cell: unknown, k) => tableCell(c, cell, `${p}/rows/${j}/${k}`));
         });
         if (Array.isArray(block.column_settings) && block.column_settings.length > 20) {
           c.add(`${p}/column_settings`, `table column_settings must have at most 20 items (got ${block.column_settings.length})`);
