@@ -85,14 +85,28 @@ describe('catalogue', () => {
   });
 });
 
+describe('a run not finished yet', () => {
+  it('has no results and no dataset yet: both are a 422', async () => {
+    // Its own sandbox at real speed (a 100-question run takes about a minute): on the file's fast
+    // one the run could finish, on a loaded machine, between the launch and the next request.
+    const slow = await startTestSandbox({ timeScale: 1 });
+    try {
+      const run = await slow.platform.launchRun({ benchmarkId: '104', modelId: 'qwen/Qwen2.5-0.5B-Instruct' }, 'early-run-1');
+      await expectPlatformError(slow.platform.listRunResults(run.id), 'invalid_request', 422);
+      await expectPlatformError(slow.platform.buildDataset({ runId: run.id }, 'too-early'), 'invalid_request', 422);
+      expect((await slow.platform.getRun(run.id)).status).not.toBe('completed');
+    } finally {
+      await slow.sandbox.stop();
+    }
+  });
+});
+
 describe('run -> dataset -> training -> run', () => {
   it('walks the whole loop with prices charged on completion', async () => {
     const run = await platform.launchRun({ benchmarkId: '104', modelId: 'qwen/Qwen2.5-0.5B-Instruct' }, 'loop-run-1');
     expect(run).toMatchObject({ status: 'queued', priceCredits: 4, chargedCredits: null, score: null, environment: 'sandbox' });
     expect(run.webUrl).toBe(`${sandbox.url}/runs/${run.id}`);
     expect((await platform.getBalance()).availableCredits).toBe(996);
-    await expectPlatformError(platform.listRunResults(run.id), 'invalid_request', 422);
-    await expectPlatformError(platform.buildDataset({ runId: run.id }, 'too-early'), 'invalid_request', 422);
 
     const done = await waitForRun(platform, run.id);
     expect(done.status).toBe('completed');
