@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import type { QuestionOutcome } from '../../src/analysis/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
-import { pythonWithoutTorch, pythonWithTorch, storiesFolders, storiesModelFile } from '../kit/engines.js';
+import { pythonWithoutTorch, pythonWithTorch, storiesFolders, storiesModelFile, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { CHANNEL, sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
@@ -13,8 +13,8 @@ import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 const OWNER = 'UOWNER';
 const MODEL = 'stories260K';
 const BENCHMARK = '501';
-const THREADS = 2;
-const ENGINE_LABEL = `llama.cpp, CPU, ${THREADS} threads`;
+const THREADS = TEST_ENGINE_THREADS;
+const ENGINE_LABEL = 'llama.cpp, CPU, 1 thread';
 const INSTALL_MESSAGE = 'training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)';
 const SEED = SEED_MESSAGE.replace('benchmark 104', `benchmark ${BENCHMARK}`)
   .replace('Qwen2.5-0.5B-Instruct', MODEL)

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
-import { pythonWithTorch, storiesFolders } from '../kit/engines.js';
+import { pythonWithTorch, storiesFolders, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { backendGenerator } from '../kit/fakes/inference-backend.js';
 import { startFakeSglang, type FakeSglang } from '../kit/fakes/sglang.js';
 import { startFakeVllm, type FakeVllm } from '../kit/fakes/vllm.js';
@@ -45,7 +45,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
   async function loop(start: (generator: ReturnType<typeof backendGenerator>) => Promise<Fake>, kind: 'vllm' | 'sglang') {
     const { modelsDir, benchmarksDir } = await storiesFolders(`verdict-${kind}-`);
     // The "GPU": llama.cpp over the same folder, so adapters the platform writes there are readable by the server.
-    backend = await startLlamaServer({ modelsDir, threads: 2, parallel: 2 });
+    backend = await startLlamaServer({ modelsDir, threads: TEST_ENGINE_THREADS, parallel: 2 });
     fake = await start(backendGenerator({ url: backend.url, model: MODEL }));
     // The server restarts between the training and the run on its adapter: the run must reload it.
     fake.faults.restartBeforeAdapterRequest = true;
@@ -60,7 +60,7 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
         INFERENCE_PROMPT_STYLE: 'completion',
         MODELS_DIR: modelsDir,
         BENCHMARKS_DIR: benchmarksDir,
-        ENGINE_THREADS: '2',
+        ENGINE_THREADS: String(TEST_ENGINE_THREADS),
         INFERENCE_CONCURRENCY: '2',
         TRAINER_PYTHON: TORCH_PYTHON!,
         TRAINING_LEARNING_RATE: '0.01',

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
 import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
-import { storiesModelFile } from '../kit/engines.js';
+import { storiesModelFile, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 
 const items: BenchmarkItem[] = [
@@ -27,7 +27,7 @@ const sandboxes: TestSandbox[] = [];
 beforeAll(async () => {
   modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-'));
   fs.copyFileSync(storiesModelFile(), path.join(modelsDir, 'stories260K.gguf'));
-  server = await startLlamaServer({ modelsDir, threads: 2, parallel: 2 });
+  server = await startLlamaServer({ modelsDir, threads: TEST_ENGINE_THREADS, parallel: 2 });
 });
 afterAll(async () => {
   for (const sandbox of sandboxes) await sandbox.sandbox.stop();
@@ -38,7 +38,7 @@ afterAll(async () => {
 async function greedy(prompt: string, maxTokens: number): Promise<string> {
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: path.join(modelsDir, 'stories260K.gguf') });
-  const context = await model.createContext({ contextSize: 512, threads: 2 });
+  const context = await model.createContext({ contextSize: 512, threads: TEST_ENGINE_THREADS });
   try {
     const completion = new LlamaCompletion({ contextSequence: context.getSequence() });
     return await completion.generateCompletion(prompt, { maxTokens, temperature: 0 });
@@ -73,9 +73,9 @@ describe('runs on stories260K through llama.cpp', () => {
   let embedded: Awaited<ReturnType<typeof runOn>>;
 
   it('the embedded server answers every question as a direct greedy node-llama-cpp call does; the score comes from the stored answers', async () => {
-    embedded = await runOn({ modelsDir, threads: 2, concurrency: 2 });
+    embedded = await runOn({ modelsDir, threads: TEST_ENGINE_THREADS, concurrency: 2 });
     const { run, rows } = embedded;
-    expect(run).toMatchObject({ status: 'completed', engine: 'llama.cpp, CPU, 2 threads', questionCount: items.length });
+    expect(run).toMatchObject({ status: 'completed', engine: 'llama.cpp, CPU, 1 thread', questionCount: items.length });
     expect(rows).toHaveLength(items.length);
     for (const row of rows) {
       expect(row.style).toBe('completion');

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE } from '../kit/engines.js';
+import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
@@ -41,7 +41,7 @@ describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)("the bot's loop with trainings o
       env: {
         MODELS_DIR: modelsDir,
         BENCHMARKS_DIR: benchmarksDir,
-        ENGINE_THREADS: '2',
+        ENGINE_THREADS: String(TEST_ENGINE_THREADS),
         INFERENCE_CONCURRENCY: '2',
         TRAINING_LEARNING_RATE: '0.01',
         RECONCILE_OVERDUE_SECONDS: '3600',

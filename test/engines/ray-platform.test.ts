@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import { createTestDatabase } from '../kit/database.js';
-import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE } from '../kit/engines.js';
+import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 
@@ -72,7 +72,7 @@ async function environment(name: string): Promise<{ env: Record<string, string>;
       DATA_DIR: path.join(root, 'data'),
       MODELS_DIR: modelsDir,
       BENCHMARKS_DIR: benchmarksDir,
-      ENGINE_THREADS: '2',
+      ENGINE_THREADS: String(TEST_ENGINE_THREADS),
       INFERENCE_CONCURRENCY: '2',
       // A 260K-parameter model learns a one-word continuation at this rate (as the real-engines loop).
       TRAINING_LEARNING_RATE: '0.01',

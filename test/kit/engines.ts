@@ -87,3 +87,11 @@ async function withStories(root: string, modelsDir: string): Promise<StoriesFold
   await copyFile(BENCHMARK_501_FILE, path.join(benchmarksDir, '501.jsonl'));
   return { root, modelsDir, benchmarksDir };
 }
+
+/**
+ * CPU threads for llama.cpp and PyTorch in tests: one. The suite runs two files at a time on two
+ * cores, and llama.cpp's threads spin-wait for each other: with a core taken, 60 tokens of
+ * stories260K took 27-35 s on 2 threads against 0.5-1.2 s on 1 (measured under load, 2026-12-04).
+ * Users set ENGINE_THREADS to their cores; the tests check behaviour, not speed.
+ */
+export const TEST_ENGINE_THREADS = 1;

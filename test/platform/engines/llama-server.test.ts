@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../../src/platform/engines/llama-server.js';
 import { createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
-import { storiesModelFile } from '../../kit/engines.js';
+import { storiesModelFile, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { withStringMetadata } from './fixtures/gguf-metadata.js';
 
 const SHARED_MODEL = storiesModelFile();
 /** A template that says who speaks, in plain words stories260K's vocabulary has. */
 const CHAT_TEMPLATE =
   "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n{% elif message['role'] == 'user' %}Tom said: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}Lily said:{% endif %}";
-const THREADS = 2;
+const THREADS = TEST_ENGINE_THREADS;
 /** Generation on a shared 2-core machine can be 20x slower than alone; these tests allow for it. */
 const SLOW = 240_000;
 const trainer = createPytorchTrainer({ python: process.env.TRAINER_PYTHON || undefined, threads: THREADS });
@@ -83,7 +83,7 @@ const complete = (prompt: string, maxTokens: number, extra: object = {}, model =
 
 describe('llama-server', () => {
   it('names its engine and lists every model GGUF by file name, saying which has a chat template', async () => {
-    expect(server.label).toBe('llama.cpp, CPU, 2 threads');
+    expect(server.label).toBe('llama.cpp, CPU, 1 thread');
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const { status, json } = await call('GET', '/v1/models');
     expect(status).toBe(200);

@@ -13,10 +13,10 @@ import {
   tokenizeExample,
 } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
-import { storiesModelFile } from '../../kit/engines.js';
+import { storiesModelFile, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 
 const execFileAsync = promisify(execFile);
-const THREADS = 2;
+const THREADS = TEST_ENGINE_THREADS;
 
 /** The tests' trainers use `TRAINER_PYTHON` when it is set, as the platform does. */
 const CONFIGURED_PYTHON = process.env.TRAINER_PYTHON || undefined;
