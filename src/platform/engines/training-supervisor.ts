@@ -328,12 +328,16 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     void entry.job?.cancel().catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'trainer job not cancelled'));
   }
 
-  /** Cancels the trainer jobs of this process's trainings that were cancelled through any process. */
+  /**
+   * Cancels the trainer jobs of this process's trainings that were cancelled through any process.
+   * Only `cancelled`: a training this process has just completed or failed is still in `running`
+   * for a moment, and must not be taken for a cancelled one (that sent a stop to a finished Ray job).
+   */
   async function stopCancelled(): Promise<void> {
     const ids = [...running].filter(([, entry]) => !entry.cancelled).map(([id]) => id);
     if (ids.length === 0) return;
     const result = await ctx.pool.query<{ id: string }>(
-      `SELECT id FROM sandbox.trainings WHERE id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`,
+      `SELECT id FROM sandbox.trainings WHERE id = ANY($1::text[]) AND status = 'cancelled'`,
       [ids],
     );
     for (const row of result.rows) cancelJob(row.id);
