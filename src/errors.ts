@@ -26,6 +26,12 @@ export const FAILURES = {
     ({ ownerUserId }) => `Only <@${ownerUserId}>, who started this thread, or an admin can use these buttons: they spend credits. Nothing was changed.`,
   ),
 
+  // Slack's Stop button pressed by someone who may not stop the thread.
+  stop_not_allowed: spec<{ ownerUserId: string }>(
+    'ephemeral',
+    ({ ownerUserId }) => `Only <@${ownerUserId}>, who started this thread, or an admin can stop it. Nothing was stopped or cancelled.`,
+  ),
+
   // The spend guard's refusals of a launch.
   spend_plan_closed: spec(
     'agent',

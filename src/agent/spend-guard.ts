@@ -64,7 +64,8 @@ export async function authorizeLaunch(
       toolUseId: options.toolUseId,
       ...(options.datasetRunId !== undefined ? { datasetRunId: options.datasetRunId } : {}),
       plan: parsePlan(chat.plan),
-      closedByDecision: Boolean(chat.decision),
+      // Slack's Stop button closes the plan as a decision does.
+      closedByDecision: Boolean(chat.decision) || Boolean(chat.stopped_at),
       ownerUserId: chat.owner_user_id,
       actorMayApprove: mayApprove(ctx, trigger.user_id),
       grant,

@@ -7,6 +7,7 @@ import { failure } from '../errors.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { Platform } from '../platform/platform.js';
 import { recordActivity } from '../store/activity.js';
+import { sessionFacts } from '../store/agent-sessions.js';
 import { getChatOfTrigger } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
@@ -20,7 +21,8 @@ import { withFinalCost } from './tools/benchmark-analyze.js';
 import { describeModelFailure, usageOf, type ModelClient } from './model.js';
 import { costUsd, pricesFor } from './pricing.js';
 import { partsFromStored, type Reply, type ReplyPart } from './reply.js';
-import { handlerFor } from './triggers/index.js';
+import { sessionStatusFor, type SessionStatus } from './session-status.js';
+import { handlerFor, type SkipTurn } from './triggers/index.js';
 import { ToolError, type AgentTool, type ToolContext, type ToolDefinition, type ToolResult } from './tools/tool.js';
 
 type Block = Anthropic.Messages.ContentBlockParam;
@@ -51,6 +53,13 @@ export interface TurnDeps {
   toolDefinitions: readonly ToolDefinition[];
   /** Runs after a turn's writes are committed and its posts delivered (the owner's Home tab is refreshed); a failure is only logged. */
   afterTurn?(chat: Chat): Promise<void>;
+  /** The thread's agent-session status in Slack (src/slack/agent-session.ts); queued, never fails a turn. */
+  sessions?: SessionStatusSink;
+}
+
+/** Where a turn reports its thread's session status. */
+export interface SessionStatusSink {
+  set(chat: Chat, status: SessionStatus): void;
 }
 
 export interface JobInfo {
@@ -121,15 +130,32 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
   }
 
   const rows = await listMessages(deps.db, chat.team_id, chat.id);
+  if (handler.reply) {
+    // A turn code answers (the Stop): prepare is idempotent, so a resumed turn simply runs it again.
+    const prepared = await handler.prepare(ctx);
+    if ('skip' in prepared) {
+      await skipTurn(deps, ctx, prepared);
+      return;
+    }
+    const direct = handler.reply(prepared.facts);
+    if (!rows.some((row) => row.turn_id === turn.id)) {
+      for (const [role, text] of [['user', handler.render(prepared.facts)], ['assistant', direct.text]] as const) {
+        await appendMessage(deps.db, { teamId: chat.team_id, chatId: chat.id, turnId: turn.id, role, content: [{ type: 'text', text }] });
+      }
+    }
+    const reply: Reply = {
+      to: chat.owner_user_id,
+      text: direct.text,
+      parts: [],
+      origin: deps.engine ? { kind: 'engine', name: deps.engine } : deps.sandbox ? { kind: 'sandbox' } : null,
+    };
+    await concludeTurn(deps, ctx, { postKey: 'reply', reply, summary: direct.summary, error: null });
+    return;
+  }
   if (!rows.some((row) => row.turn_id === turn.id)) {
     const prepared = await handler.prepare(ctx);
     if ('skip' in prepared) {
-      ctx.logger.warn({ reason: prepared.skip }, 'trigger needs no turn; ended without a model call');
-      await deps.db.transaction().execute(async (trx) => {
-        await prepared.onSkip?.(trx);
-        await finishTurn(trx, chat.team_id, turn.id, 'completed', prepared.skip);
-        await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', prepared.skip);
-      });
+      await skipTurn(deps, ctx, prepared);
       return;
     }
     const text = handler.render(prepared.facts);
@@ -144,6 +170,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     );
   }
 
+  deps.sessions?.set(chat, 'processing');
   for (let calls = 0; ; ) {
     const last = rows.at(-1)!;
     if (last.role === 'assistant' && last.turn_id === turn.id) {
@@ -224,10 +251,32 @@ async function concludeTurn(
     await setTriggerStatus(trx, chat.team_id, trigger.id, end.error ? 'failed' : 'done', end.error);
   });
   await deps.poster.deliverPending(chat.team_id, chat.id);
+  await reportSessionStatus(deps, ctx);
   try {
     await deps.afterTurn?.(chat);
   } catch (error) {
     ctx.logger.warn({ err: error }, 'after-turn step failed');
+  }
+}
+
+/** Ends a trigger that needs no turn, without a model call or a post. */
+async function skipTurn(deps: TurnDeps, ctx: ToolContext, prepared: SkipTurn): Promise<void> {
+  const { chat, trigger, turn } = ctx;
+  ctx.logger.warn({ reason: prepared.skip }, 'trigger needs no turn; ended without a model call');
+  await deps.db.transaction().execute(async (trx) => {
+    await prepared.onSkip?.(trx);
+    await finishTurn(trx, chat.team_id, turn.id, 'completed', prepared.skip);
+    await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', prepared.skip);
+  });
+}
+
+/** After a turn: the session shows what the thread waits on now (see sessionStatusFor). */
+async function reportSessionStatus(deps: TurnDeps, ctx: ToolContext): Promise<void> {
+  if (!deps.sessions) return;
+  try {
+    deps.sessions.set(ctx.chat, sessionStatusFor(await sessionFacts(deps.db, ctx.chat.team_id, ctx.chat.id)));
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'could not work out the session status');
   }
 }
 

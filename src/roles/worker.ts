@@ -19,6 +19,7 @@ import { createHttpPlatform } from '../platform/http-client.js';
 import type { Platform } from '../platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from '../platform/sandbox/sandbox.js';
 import { createHomePublisher } from '../slack/home.js';
+import { AgentSessions } from '../slack/agent-session.js';
 import { createSlackClients, SlackPoster } from '../slack/poster.js';
 import type { DbHandle } from '../store/db.js';
 import { assertPortFree } from '../http/port.js';
@@ -112,6 +113,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       tools,
       toolDefinitions: toolDefinitions(tools),
       afterTurn: (chat) => options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id),
+      sessions: new AgentSessions(slackClients.writer, logger),
     };
     const worker = await startWorker({
       pool: db.pool,

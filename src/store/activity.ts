@@ -8,6 +8,7 @@ const TRIGGER_LABELS: Record<string, string> = {
   button: 'Button',
   retry: 'Retry',
   reconcile: 'Reconcile sweep',
+  stop: 'Stop',
 };
 
 export function triggerLabel(trigger: Trigger): string {

@@ -18,11 +18,15 @@ export interface ChatsTable {
   plan: Json<unknown> | null;
   /** What a person decided with a button that ends the loop (keep a model), with who and when. */
   decision: ColumnType<unknown, string | undefined | null, string | null>;
+  /** When Slack's Stop button stopped this thread's loop, who pressed it, and the trigger that carries the stop out. */
+  stopped_at: NullableTimestamp;
+  stopped_by: string | null;
+  stop_trigger_id: ColumnType<string | null, string | number | null | undefined, string | number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
 
-export type TriggerKind = 'mention' | 'reply' | 'button' | 'platform_event' | 'reconcile' | 'retry';
+export type TriggerKind = 'mention' | 'reply' | 'button' | 'platform_event' | 'reconcile' | 'retry' | 'stop';
 export type TriggerStatus = 'queued' | 'running' | 'done' | 'failed';
 
 export interface TriggersTable {

@@ -32,6 +32,17 @@ export interface TriggerHandler<Facts = unknown> {
   authorize(ctx: TriggerContext): Failure | undefined;
   prepare(ctx: TriggerContext): Promise<Prepared<Facts>>;
   render(facts: Facts): string;
+  /**
+   * When set, the turn makes no model call: this message, written by code, is posted and `render`'s
+   * text is kept in the history with it, so later turns know what happened (the Stop).
+   */
+  reply?(facts: Facts): DirectReply;
+}
+
+/** A message code writes for the thread, and its one-line Activity summary. */
+export interface DirectReply {
+  text: string;
+  summary: string;
 }
 
 /** The message with the thread's agreed plan appended, when there is one. */

@@ -5,6 +5,7 @@ import type { TriggerHandler } from './handler.js';
 import { mentionHandler } from './mention.js';
 import { platformEventHandler } from './platform-event.js';
 import { reconcileHandler } from './reconcile.js';
+import { stopHandler } from './stop.js';
 
 const HANDLERS: Record<TriggerKind, TriggerHandler> = {
   mention: mentionHandler,
@@ -13,10 +14,11 @@ const HANDLERS: Record<TriggerKind, TriggerHandler> = {
   retry: retryHandler,
   platform_event: platformEventHandler,
   reconcile: reconcileHandler,
+  stop: stopHandler,
 };
 
 export function handlerFor(kind: TriggerKind): TriggerHandler {
   return HANDLERS[kind];
 }
 
-export type { Prepared, SkipTurn, TriggerContext, TriggerHandler } from './handler.js';
+export type { DirectReply, Prepared, SkipTurn, TriggerContext, TriggerHandler } from './handler.js';

@@ -77,6 +77,9 @@ async function prepareResourceEvent(ctx: TriggerContext): Promise<Prepared<Resou
     };
   }
 
+  // A stopped thread already said what was stopped and what it cost; the event only records the result.
+  if (ctx.chat.stopped_at) return { skip: `${payload.type}: the thread was stopped; recorded without a turn` };
+
   let plan = currentPlan(ctx);
   const step = (resource?.plan_step as PlanStepKind | null) ?? null;
   if (plan && step && findStep(plan, step)?.status === 'launched') {

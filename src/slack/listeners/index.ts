@@ -1,6 +1,7 @@
 // Registers every Slack listener on the Bolt app.
 import type { App } from '@slack/bolt';
 import { registerAppHome } from './app-home.js';
+import { registerAgentSessionStopped } from './agent-session-stopped.js';
 import { registerAppMention } from './app-mention.js';
 import { registerChatActions } from './chat-actions.js';
 import type { ListenerDeps } from './deps.js';
@@ -11,6 +12,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   registerThreadMessage(app, deps);
   registerChatActions(app, deps);
   registerAppHome(app, deps);
+  registerAgentSessionStopped(app, deps);
 }
 
 export type { ListenerDeps };

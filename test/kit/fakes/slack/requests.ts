@@ -338,3 +338,15 @@ export function sendBlockAction(url: string, secret: string, input: BlockActionI
   const body = new URLSearchParams({ payload: JSON.stringify(blockActionPayload(input)) }).toString();
   return postToBolt(url, secret, body, 'application/x-www-form-urlencoded', input);
 }
+
+/** An `agent_session_stopped` event: `user` clicked Stop on the agent session of a thread. */
+export function agentSessionStopped(input: { channel: string; threadTs: string; user: string; streamingMessageTs?: string[] }): SlackEvent {
+  return {
+    type: 'agent_session_stopped',
+    channel: input.channel,
+    thread_ts: input.threadTs,
+    user: input.user,
+    streaming_message_ts: input.streamingMessageTs ?? [],
+    event_ts: slackTs(),
+  };
+}

@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { agentMethods, pressStop, sessionKey } from './agents.js';
 import { authMethods } from './auth.js';
 import { chatMethods } from './chat.js';
 import { createFaults } from './faults.js';
@@ -32,6 +33,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     ...authMethods(),
     ...chatMethods(ws),
     ...viewMethods(ws),
+    ...agentMethods(ws),
     ...files.methods,
   };
 
@@ -113,6 +115,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     files: ws.files,
     homeViews: ws.homeViews,
     ephemerals: ws.ephemerals,
+    sessions: ws.sessions,
+    session: (channel, threadTs) => ws.sessions.get(sessionKey(ws.defaultTeam.teamId, channel, threadTs)),
+    pressStop: (input) => pressStop(ws, input),
     callsTo: (method) => ws.calls.filter((c) => c.method === method),
     messages: (channel, threadTs) =>
       ws.messages.filter(

@@ -1,5 +1,5 @@
 // The fake workspace's state: the workspaces tokens belong to, messages, Home views, files, calls and violations.
-import type { FakeEphemeral, FakeFile, FakeMessage, FakeSlackOptions, SlackCall, SlackEventFile } from './types.js';
+import type { FakeAgentSession, FakeEphemeral, FakeFile, FakeMessage, FakeSlackOptions, SlackCall, SlackEventFile } from './types.js';
 import { slackTs } from './requests.js';
 import type { Team } from './wire.js';
 
@@ -13,6 +13,8 @@ export interface Workspace {
   violations: string[];
   messages: FakeMessage[];
   ephemerals: FakeEphemeral[];
+  /** Agent sessions by `team:channel:thread_ts`. */
+  sessions: Map<string, FakeAgentSession>;
   /** Latest Home tab published per user. */
   homeViews: Map<string, Record<string, unknown>>;
   /** Files the bot uploads. */
@@ -46,6 +48,7 @@ export function createWorkspace(options: FakeSlackOptions): Workspace {
     violations: [],
     messages: [],
     ephemerals: [],
+    sessions: new Map(),
     homeViews: new Map(),
     files: new Map(),
     sharedFiles: new Map(),
@@ -77,6 +80,7 @@ export function createWorkspace(options: FakeSlackOptions): Workspace {
       ws.files.clear();
       ws.sharedFiles.clear();
       ws.homeViews.clear();
+      ws.sessions.clear();
     },
   };
   return ws;

@@ -1,4 +1,5 @@
 // The fake Slack's public types: options, recorded calls, messages, files, failures and the handle.
+import type { SlackEvent } from './requests.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {
@@ -25,6 +26,10 @@ export interface FakeSlackOptions {
   appId?: string;
   /** Answer `invalid_auth` to tokens missing from `teams`. */
   rejectUnknownTokens?: boolean;
+  /** The bot token's scopes; when set, a method needing a scope missing here answers `missing_scope`. */
+  scopes?: readonly string[];
+  /** False: the app is not subscribed to `agent_session_stopped`, and setStatus answers Slack's warning. */
+  agentStopSubscribed?: boolean;
   /** Answer chat.postMessage bursts above `rateLimit` with 429 + Retry-After 1 instead of only recording them. */
   enforceRateLimit?: boolean;
   /** Burst window for chat.postMessage per channel: more than `max` posts within `windowMs` is a violation. */
@@ -150,6 +155,12 @@ export interface FakeSlack {
   /** Latest Home tab published per user. */
   homeViews: Map<string, Record<string, unknown>>;
   ephemerals: FakeEphemeral[];
+  /** Agent sessions by `team:channel:thread_ts`, with every status set. */
+  sessions: Map<string, FakeAgentSession>;
+  /** The session of a thread in the default workspace. */
+  session(channel: string, threadTs: string): FakeAgentSession | undefined;
+  /** The `agent_session_stopped` event of a click on Stop; throws unless the session is `processing` (Slack shows Stop only then). */
+  pressStop(input: { channel: string; threadTs: string; user: string; teamId?: string }): SlackEvent;
   callsTo(method: string): SlackCall[];
   messages(channel?: string, threadTs?: string): FakeMessage[];
   seedMessage(message: SeedMessage): FakeMessage;
@@ -165,6 +176,18 @@ export interface FakeSlack {
   failNext(method: string, n: number, response: SlackFailure): void;
   reset(): void;
   stop(): Promise<void>;
+}
+
+/** A thread's agent session as Slack keeps it. */
+export interface FakeAgentSession {
+  teamId: string;
+  channel: string;
+  threadTs: string;
+  status: string;
+  title: string;
+  initiatorUserId?: string;
+  /** Every status set, in order. */
+  history: string[];
 }
 
 /** A message that exists in Slack without the bot having posted it (e.g. the user's mention). */

@@ -1,0 +1,111 @@
+// The thread's agent session in Slack: agents.sessions.setStatus, paced per workspace, latest status
+// wins. A failure here is logged and never fails a turn: the session is a display, the thread is the record.
+import { ErrorCode, type WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { SessionStatus } from '../agent/session-status.js';
+import type { SessionStatusSink } from '../agent/turn.js';
+import type { Chat } from '../store/tables.js';
+
+/** agents.sessions.setStatus is a Tier 3 method (about 50 a minute): one call per 1.2 s per workspace. */
+export const SESSION_STATUS_INTERVAL_MS = 1200;
+/** Tries after a `ratelimited` answer, each after the Retry-After Slack gives. */
+export const SESSION_STATUS_RATE_LIMIT_RETRIES = 3;
+
+interface Pending {
+  channelId: string;
+  threadTs: string;
+  initiatorUserId: string;
+  status: SessionStatus;
+}
+
+interface TeamQueue {
+  pending: Map<string, Pending>;
+  lastSentAt: number;
+  draining: Promise<void> | undefined;
+}
+
+export interface AgentSessionOptions {
+  intervalMs?: number;
+  sleep?(ms: number): Promise<void>;
+}
+
+/**
+ * Sets thread session statuses, one workspace's calls in order and at most one per interval. A status
+ * queued for a thread whose previous status has not gone out yet replaces it (only the latest matters).
+ */
+export class AgentSessions implements SessionStatusSink {
+  private readonly teams = new Map<string, TeamQueue>();
+  private readonly intervalMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    private readonly client: WebClient,
+    private readonly logger: Logger,
+    options: AgentSessionOptions = {},
+  ) {
+    this.intervalMs = options.intervalMs ?? SESSION_STATUS_INTERVAL_MS;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  set(chat: Chat, status: SessionStatus): void {
+    let queue = this.teams.get(chat.team_id);
+    if (!queue) {
+      queue = { pending: new Map(), lastSentAt: 0, draining: undefined };
+      this.teams.set(chat.team_id, queue);
+    }
+    const key = `${chat.channel_id}:${chat.thread_ts}`;
+    // Re-inserted at the end: a thread's statuses stay in order with the other threads' ones.
+    queue.pending.delete(key);
+    queue.pending.set(key, { channelId: chat.channel_id, threadTs: chat.thread_ts, initiatorUserId: chat.owner_user_id, status });
+    queue.draining ??= this.drain(chat.team_id, queue);
+  }
+
+  /** Resolves when every queued status has been sent (or given up on). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.teams.values()].map((q) => q.draining));
+  }
+
+  private async drain(teamId: string, queue: TeamQueue): Promise<void> {
+    try {
+      for (;;) {
+        const next = queue.pending.entries().next();
+        if (next.done) return;
+        const [key, item] = next.value;
+        queue.pending.delete(key);
+        const wait = queue.lastSentAt + this.intervalMs - Date.now();
+        if (wait > 0) await this.sleep(wait);
+        await this.send(teamId, item);
+        queue.lastSentAt = Date.now();
+      }
+    } finally {
+      queue.draining = undefined;
+      if (queue.pending.size > 0) queue.draining = this.drain(teamId, queue);
+    }
+  }
+
+  private async send(teamId: string, item: Pending): Promise<void> {
+    const log = { component: 'agent-session', teamId, channel: item.channelId, threadTs: item.threadTs, status: item.status };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const result = await this.client.agents.sessions.setStatus({
+          channel_id: item.channelId,
+          thread_ts: item.threadTs,
+          status: item.status,
+          initiator_user_id: item.initiatorUserId,
+        });
+        if (result.warning) this.logger.warn({ ...log, warning: result.warning }, `agents.sessions.setStatus warned: ${result.warning}`);
+        return;
+      } catch (error) {
+        const e = error as { code?: string; retryAfter?: number; data?: { error?: string } };
+        if (e.code === ErrorCode.RateLimitedError && attempt <= SESSION_STATUS_RATE_LIMIT_RETRIES) {
+          const delayMs = Math.max(1, e.retryAfter ?? 1) * 1000;
+          this.logger.warn({ ...log, attempt, delayMs }, `agents.sessions.setStatus rate limited; retrying in ${delayMs} ms`);
+          await this.sleep(delayMs);
+          continue;
+        }
+        this.logger.warn({ ...log, attempt, error: e.data?.error ?? e.code ?? String(error) }, 'could not set the agent session status');
+        return;
+      }
+    }
+  }
+}
