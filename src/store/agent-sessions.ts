@@ -27,6 +27,16 @@ export async function claimStop(db: Db, teamId: string, chatId: string, input: {
   return { stoppedAt: row.stopped_at, stoppedBy: row.stopped_by, triggerId: row.stop_trigger_id };
 }
 
+/** A person's new message after a Stop starts the thread again: plan steps may be launched once more. */
+export async function clearStop(db: Db, teamId: string, chatId: string): Promise<void> {
+  await db
+    .updateTable('chats')
+    .set({ stopped_at: null, stopped_by: null, stop_trigger_id: null, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', chatId)
+    .execute();
+}
+
 /** Runs and trainings of the chat the platform has not reported finished. */
 export async function listWorkingResources(db: Db, teamId: string, chatId: string): Promise<Resource[]> {
   return db

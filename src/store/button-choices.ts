@@ -168,7 +168,11 @@ export async function claimButtonClick(db: Db, click: ButtonClick, options: { ad
     text = 'That button is not one this thread offers (or it has expired). Nothing was done.';
   } else if (row.claimed_by && row.claimed_at) {
     outcome = { outcome: 'already', by: row.claimed_by, label: row.chosen_label ?? '', at: row.claimed_at };
-    text = alreadyDoneText({ userId: row.claimed_by, label: row.chosen_label ?? '', at: row.claimed_at });
+    // A choice closed without a chosen button is one Slack's Stop closed (src/store/agent-sessions.ts).
+    text =
+      row.chosen_label === null
+        ? `This thread was stopped by <@${row.claimed_by}>: its buttons are closed. Nothing was changed; mention me to start again.`
+        : alreadyDoneText({ userId: row.claimed_by, label: row.chosen_label, at: row.claimed_at });
   } else if (row.value !== click.value) {
     outcome = { outcome: 'tampered' };
     text = 'That click does not match the button I posted. Nothing was done.';

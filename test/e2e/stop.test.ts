@@ -99,6 +99,15 @@ describe('Stop on the agent session', () => {
     expect(triggers.find((t) => t.kind === 'platform_event')!.error).toMatch(/the thread was stopped; recorded without a turn/);
     expect(await sandboxCounts(h.db.db)).toEqual({ runs: 1, trainings: 0, datasets: 0 });
     expect(h.posts(mention.ts)).toHaveLength(2);
+
+    // "Mention me to start again": another person's reply leaves the thread stopped, the owner's reopens it.
+    await h.reply({ user: OTHER, text: 'what happened?', threadTs: mention.ts });
+    await h.waitForPosts(mention.ts, 3, 60_000);
+    expect((await h.db.db.selectFrom('chats').select('stopped_at').where('team_id', '=', TEAM).executeTakeFirstOrThrow()).stopped_at).not.toBeNull();
+    await h.reply({ user: OWNER, text: 'ok, thanks', threadTs: mention.ts });
+    await h.waitForPosts(mention.ts, 4, 60_000);
+    const reopened = await h.db.db.selectFrom('chats').select(['stopped_at', 'stopped_by']).where('team_id', '=', TEAM).executeTakeFirstOrThrow();
+    expect(reopened).toEqual({ stopped_at: null, stopped_by: null });
     expect(h.slack.violations).toEqual([]);
   }, 180_000);
 
