@@ -44,7 +44,8 @@ export class AgentSessions implements SessionStatusSink {
     options: AgentSessionOptions = {},
   ) {
     this.intervalMs = options.intervalMs ?? SESSION_STATUS_INTERVAL_MS;
-    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    // Unref'd: a status still queued never keeps a stopping process alive.
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()));
   }
 
   set(chat: Chat, status: SessionStatus): void {

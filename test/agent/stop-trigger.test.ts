@@ -83,6 +83,14 @@ describe('the stop trigger', () => {
     expect(refused).toMatchObject({ allowed: false, code: 'spend_plan_closed' });
     const run = { id: runId };
 
+    // A button offered in the thread and not chosen yet.
+    const post = await handle.db
+      .insertInto('posts')
+      .values({ team_id: 'T1', chat_id: row.id, turn_id: null, post_key: `p:${row.id}`, channel_id: 'C1', thread_ts: row.thread_ts, payload: '{}' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await handle.db.insertInto('button_choices').values({ team_id: 'T1', chat_id: row.id, post_id: post.id, block_index: 0 }).execute();
+
     // The job engine retries the same trigger: the stop finishes.
     const retried = await stopHandler.prepare(context(await readChat(row.id), '101', 'UOWNER', sandbox.platform));
     if (!('facts' in retried)) throw new Error(`skipped: ${retried.skip}`);
@@ -92,6 +100,11 @@ describe('the stop trigger', () => {
     expect(resource.status).toBe('cancelled');
     expect(resource.finished_at).not.toBeNull();
     expect(stopReplyText(retried.facts)).toContain(`Run ${run.id}: cancelled (`);
+    expect(retried.facts.closedButtons).toBe(1);
+    expect(stopReplyText(retried.facts)).toContain('The buttons offered in this thread are closed.');
+    const choice = await handle.db.selectFrom('button_choices').selectAll().where('chat_id', '=', row.id).executeTakeFirstOrThrow();
+    expect(choice).toMatchObject({ claimed_by: 'UOWNER', chosen_grant_id: null });
+    expect(choice.claimed_at).not.toBeNull();
 
     // Another click (another trigger) is the same stop: nothing more happens.
     const again = await stopHandler.prepare(context(await readChat(row.id), '102', 'UADMIN', sandbox.platform));
