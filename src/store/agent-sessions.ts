@@ -37,15 +37,18 @@ export async function clearStop(db: Db, teamId: string, chatId: string): Promise
     .execute();
 }
 
-/** Runs and trainings of the chat the platform has not reported finished. */
-export async function listWorkingResources(db: Db, teamId: string, chatId: string): Promise<Resource[]> {
+/**
+ * Runs and trainings of the chat the platform has not reported finished, and those that finished
+ * since `since` (the stop): a stop retried after a crash reports again what it had cancelled.
+ */
+export async function listWorkingResources(db: Db, teamId: string, chatId: string, since?: Date): Promise<Resource[]> {
   return db
     .selectFrom('resources')
     .selectAll()
     .where('team_id', '=', teamId)
     .where('chat_id', '=', chatId)
     .where('kind', 'in', ['run', 'training'])
-    .where('finished_at', 'is', null)
+    .where((eb) => (since ? eb.or([eb('finished_at', 'is', null), eb('finished_at', '>=', since)]) : eb('finished_at', 'is', null)))
     .orderBy('id')
     .execute();
 }

@@ -106,6 +106,11 @@ describe('the stop trigger', () => {
     expect(choice).toMatchObject({ claimed_by: 'UOWNER', chosen_grant_id: null });
     expect(choice.claimed_at).not.toBeNull();
 
+    // A retry of the same trigger after that (the crash came before the post) says the same.
+    const replayed = await stopHandler.prepare(context(await readChat(row.id), '101', 'UOWNER', sandbox.platform));
+    if (!('facts' in replayed)) throw new Error(`skipped: ${replayed.skip}`);
+    expect(replayed.facts.stopped).toEqual(retried.facts.stopped);
+
     // Another click (another trigger) is the same stop: nothing more happens.
     const again = await stopHandler.prepare(context(await readChat(row.id), '102', 'UADMIN', sandbox.platform));
     expect(again).toEqual({ skip: expect.stringMatching(/^the thread was already stopped by UOWNER at /) });

@@ -89,7 +89,7 @@ async function prepareStop(ctx: TriggerContext): Promise<Prepared<StopFacts>> {
   if (stop.triggerId !== ctx.trigger.id) return { skip: `the thread was already stopped by ${stop.stoppedBy} at ${stop.stoppedAt.toISOString()}` };
   ctx.chat.stopped_at = stop.stoppedAt;
   ctx.chat.stopped_by = stop.stoppedBy;
-  const working = await listWorkingResources(ctx.db, ctx.chat.team_id, ctx.chat.id);
+  const working = await listWorkingResources(ctx.db, ctx.chat.team_id, ctx.chat.id, stop.stoppedAt);
   const stopped: StoppedResource[] = [];
   for (const resource of working) stopped.push(await cancelOne(ctx, resource));
   let droppedSteps = 0;
