@@ -99,6 +99,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       getBalance: () => platform.getBalance(),
       caps: config.spending,
     });
+    const sessions = new AgentSessions(slackClients.writer, logger);
+    cleanups.push(async () => sessions.close());
     const tools = createTools();
     const turnDeps: TurnDeps = {
       db: db.db,
@@ -113,7 +115,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       tools,
       toolDefinitions: toolDefinitions(tools),
       afterTurn: (chat) => options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id),
-      sessions: new AgentSessions(slackClients.writer, logger),
+      sessions,
     };
     const worker = await startWorker({
       pool: db.pool,

@@ -35,6 +35,7 @@ export interface AgentSessionOptions {
  */
 export class AgentSessions implements SessionStatusSink {
   private readonly teams = new Map<string, TeamQueue>();
+  private closed = false;
   private readonly intervalMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
 
@@ -49,6 +50,7 @@ export class AgentSessions implements SessionStatusSink {
   }
 
   set(chat: Chat, status: SessionStatus): void {
+    if (this.closed) return;
     let queue = this.teams.get(chat.team_id);
     if (!queue) {
       queue = { pending: new Map(), lastSentAt: 0, draining: undefined };
@@ -61,6 +63,12 @@ export class AgentSessions implements SessionStatusSink {
     queue.draining ??= this.drain(chat.team_id, queue);
   }
 
+  /** Drops what is still queued and sends, retries and logs nothing more (the process is stopping). */
+  close(): void {
+    this.closed = true;
+    for (const queue of this.teams.values()) queue.pending.clear();
+  }
+
   /** Resolves when every queued status has been sent (or given up on). */
   async idle(): Promise<void> {
     await Promise.all([...this.teams.values()].map((q) => q.draining));
@@ -70,17 +78,18 @@ export class AgentSessions implements SessionStatusSink {
     try {
       for (;;) {
         const next = queue.pending.entries().next();
-        if (next.done) return;
+        if (next.done || this.closed) return;
         const [key, item] = next.value;
         queue.pending.delete(key);
         const wait = queue.lastSentAt + this.intervalMs - Date.now();
         if (wait > 0) await this.sleep(wait);
+        if (this.closed) return;
         await this.send(teamId, item);
         queue.lastSentAt = Date.now();
       }
     } finally {
       queue.draining = undefined;
-      if (queue.pending.size > 0) queue.draining = this.drain(teamId, queue);
+      if (queue.pending.size > 0 && !this.closed) queue.draining = this.drain(teamId, queue);
     }
   }
 
@@ -94,14 +103,16 @@ export class AgentSessions implements SessionStatusSink {
           status: item.status,
           initiator_user_id: item.initiatorUserId,
         });
-        if (result.warning) this.logger.warn({ ...log, warning: result.warning }, `agents.sessions.setStatus warned: ${result.warning}`);
+        if (result.warning && !this.closed) this.logger.warn({ ...log, warning: result.warning }, `agents.sessions.setStatus warned: ${result.warning}`);
         return;
       } catch (error) {
+        if (this.closed) return;
         const e = error as { code?: string; retryAfter?: number; data?: { error?: string } };
         if (e.code === ErrorCode.RateLimitedError && attempt <= SESSION_STATUS_RATE_LIMIT_RETRIES) {
           const delayMs = Math.max(1, e.retryAfter ?? 1) * 1000;
           this.logger.warn({ ...log, attempt, delayMs }, `agents.sessions.setStatus rate limited; retrying in ${delayMs} ms`);
           await this.sleep(delayMs);
+          if (this.closed) return;
           continue;
         }
         this.logger.warn({ ...log, attempt, error: e.data?.error ?? e.code ?? String(error) }, 'could not set the agent session status');

@@ -78,6 +78,19 @@ describe('AgentSessions', () => {
     expect(slack.session(CHANNEL, '1000.000100')?.status).toBe('processing');
   });
 
+  it('once closed (the process stopping), drops what is queued and logs nothing more', async () => {
+    const { sessions, lines } = setup(slack);
+    slack.failNext('agents.sessions.setStatus', 1, { status: 429, retryAfter: 1 });
+    sessions.set(chat('1000.000100'), 'processing');
+    sessions.set(chat('1000.000200'), 'processing');
+    sessions.close();
+    sessions.set(chat('1000.000200'), 'closed');
+    await sessions.idle();
+    // The call already on its way was answered 429; nothing was retried or sent after the close.
+    expect(slack.callsTo('agents.sessions.setStatus').map((c) => c.status)).toEqual([429]);
+    expect(lines.filter((l) => String(l.msg).includes('agents.sessions.setStatus') || l.msg === 'could not set the agent session status')).toEqual([]);
+  });
+
   it('gives up after the third retry, and logs any other failure without throwing', async () => {
     const { sessions, lines } = setup(slack);
     slack.failNext('agents.sessions.setStatus', 4, { status: 429, retryAfter: 1 });
