@@ -192,6 +192,22 @@ export interface ButtonGrantsTable {
   grant: Json<unknown>;
 }
 
+export interface PlanMessagesTable {
+  team_id: string;
+  chat_id: BigId;
+  channel_id: string;
+  thread_ts: string;
+  slack_ts: string | null;
+  post_attempts: Generated<number>;
+  /** The plan view last drawn in Slack (src/agent/plan-progress.ts), to skip a write that changes nothing. */
+  state: Json<unknown> | null;
+  /** Slack refused the blocks once: the message is kept as text. */
+  text_only: Generated<boolean>;
+  /** When Slack last took a write of it: the next waits the plan update interval (src/slack/limits.ts). */
+  written_at: NullableTimestamp;
+  created_at: Generated<Timestamp>;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -206,6 +222,7 @@ export interface Database {
   launch_authorizations: LaunchAuthorizationsTable;
   button_choices: ButtonChoicesTable;
   button_grants: ButtonGrantsTable;
+  plan_messages: PlanMessagesTable;
 }
 
 export type Chat = Selectable<ChatsTable>;
@@ -216,3 +233,4 @@ export type StoredMessage = Selectable<MessagesTable>;
 export type Post = Selectable<PostsTable>;
 export type Resource = Selectable<ResourcesTable>;
 export type Activity = Selectable<ActivityTable>;
+export type PlanMessageRow = Selectable<PlanMessagesTable>;
