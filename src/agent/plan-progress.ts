@@ -23,10 +23,22 @@ export interface LiveResource {
   webUrl?: string | null;
 }
 
+/** What the bot stored of a resource when its finish event was handled (the resources table). */
+export interface StoredResource {
+  status: string;
+  /** A run's score, 0..1, as the platform reported it. */
+  score?: number | null;
+  /** Credits charged, as stored (numeric text). */
+  priceCharged?: string | null;
+  webUrl?: string | null;
+}
+
 export interface PlanProgressFacts {
   plan: Plan;
   /** The live state of the run or training of a step that is launched, by its platform id. */
   live: ReadonlyMap<string, LiveResource>;
+  /** The chat's runs and trainings as stored from their events, by platform id. */
+  stored?: ReadonlyMap<string, StoredResource>;
 }
 
 export interface PlanViewStep {
@@ -60,6 +72,7 @@ const FAILED_LIVE = new Set(['failed', 'cancelled']);
  */
 export function derivePlanView(facts: PlanProgressFacts): PlanView {
   const { plan, live } = facts;
+  const stored = facts.stored ?? new Map<string, StoredResource>();
   const step = (kind: PlanStep['kind']) => plan.steps.find((s) => s.kind === kind);
   const baseline = step('baseline_run');
   const train = step('train');
@@ -67,14 +80,14 @@ export function derivePlanView(facts: PlanProgressFacts): PlanView {
   const compare = step('compare');
 
   const steps: PlanViewStep[] = [];
-  if (baseline) steps.push(runStep('baseline_run', `Benchmark ${plan.benchmarkId} on ${plan.baseModelId}`, baseline, live));
+  if (baseline) steps.push(runStep('baseline_run', `Benchmark ${plan.benchmarkId} on ${plan.baseModelId}`, baseline, live, stored));
   if (train) {
     steps.push(datasetStep(train, plan, baseline));
-    steps.push(trainingStep(train, live));
+    steps.push(trainingStep(train, live, stored));
   }
   if (trained) {
     const model = plan.trainedModelId ?? 'the trained model';
-    steps.push(runStep('trained_run', `Benchmark ${plan.benchmarkId} again on ${model}`, trained, live));
+    steps.push(runStep('trained_run', `Benchmark ${plan.benchmarkId} again on ${model}`, trained, live, stored));
   }
   if (compare) steps.push(verdictStep(compare, trained));
 
@@ -95,7 +108,7 @@ function liveOf(live: ReadonlyMap<string, LiveResource>, id: string | undefined)
 }
 
 /** A launched step's status, the platform's word winning once the resource has finished. */
-function launchedStatus(step: PlanStep, resource: LiveResource | undefined): PlanStepStatus {
+function launchedStatus(step: PlanStep, resource: { status: string } | undefined): PlanStepStatus {
   if (step.status === 'completed') return 'complete';
   if (step.status === 'failed') return 'error';
   if (step.status === 'pending') return 'pending';
@@ -104,10 +117,23 @@ function launchedStatus(step: PlanStep, resource: LiveResource | undefined): Pla
   return 'in_progress';
 }
 
-function runStep(id: 'baseline_run' | 'trained_run', title: string, step: PlanStep, live: ReadonlyMap<string, LiveResource>): PlanViewStep {
+function charged(record: StoredResource | undefined): string {
+  const credits = record?.priceCharged !== undefined && record?.priceCharged !== null ? Number(record.priceCharged) : NaN;
+  return Number.isFinite(credits) ? `, ${credits.toFixed(2)} credits` : '';
+}
+
+function runStep(
+  id: 'baseline_run' | 'trained_run',
+  title: string,
+  step: PlanStep,
+  live: ReadonlyMap<string, LiveResource>,
+  stored: ReadonlyMap<string, StoredResource>,
+): PlanViewStep {
   const resource = liveOf(live, step.runId);
-  const status = launchedStatus(step, resource);
-  const view: PlanViewStep = { id, title, status, ...(resource?.webUrl ? { url: resource.webUrl } : {}) };
+  const record = step.runId ? stored.get(step.runId) : undefined;
+  const status = launchedStatus(step, resource ?? record);
+  const url = resource?.webUrl ?? record?.webUrl;
+  const view: PlanViewStep = { id, title, status, ...(url ? { url } : {}) };
   const questions = resource?.questions;
   if (status === 'in_progress') {
     if (questions && questions.total > 0) {
@@ -116,9 +142,10 @@ function runStep(id: 'baseline_run' | 'trained_run', title: string, step: PlanSt
     } else view.detail = resource?.status === 'queued' ? 'queued on the platform' : 'running';
     if (resource?.estimatedFinishAt) view.estimatedFinishAt = resource.estimatedFinishAt;
   } else if (status === 'complete') {
-    view.detail = questions && questions.total > 0 ? `${questions.total} questions scored` : 'scored';
+    const score = typeof record?.score === 'number' ? `score ${(record.score * 100).toFixed(1)}%` : 'scored';
+    view.detail = `${score}${charged(record)}`;
   } else if (status === 'error') {
-    view.detail = step.error ?? `the run ${resource?.status ?? 'failed'}`;
+    view.detail = step.error ?? `the run ${resource?.status ?? record?.status ?? 'failed'}`;
   }
   return view;
 }
@@ -132,15 +159,17 @@ function datasetStep(train: PlanStep, plan: Plan, baseline: PlanStep | undefined
   return { id: 'dataset', title, status: 'pending' };
 }
 
-function trainingStep(train: PlanStep, live: ReadonlyMap<string, LiveResource>): PlanViewStep {
+function trainingStep(train: PlanStep, live: ReadonlyMap<string, LiveResource>, stored: ReadonlyMap<string, StoredResource>): PlanViewStep {
   const title = 'Train a LoRA adapter on them';
   if (!train.trainingId) {
     // A failure before any training was launched belongs to the training set's step.
     return { id: 'training', title, status: 'pending' };
   }
   const resource = liveOf(live, train.trainingId);
-  const status = launchedStatus(train, resource);
-  const view: PlanViewStep = { id: 'training', title, status, ...(resource?.webUrl ? { url: resource.webUrl } : {}) };
+  const record = stored.get(train.trainingId);
+  const status = launchedStatus(train, resource ?? record);
+  const url = resource?.webUrl ?? record?.webUrl;
+  const view: PlanViewStep = { id: 'training', title, status, ...(url ? { url } : {}) };
   if (status === 'in_progress') {
     if (resource?.steps && resource.steps.total > 0) {
       view.progress = { done: resource.steps.done, total: resource.steps.total, unit: 'steps' };
@@ -151,8 +180,8 @@ function trainingStep(train: PlanStep, live: ReadonlyMap<string, LiveResource>):
       view.detail = `${percent}% trained`;
     } else view.detail = resource?.status === 'queued' ? 'queued on the platform' : 'training';
     if (resource?.estimatedFinishAt) view.estimatedFinishAt = resource.estimatedFinishAt;
-  } else if (status === 'complete') view.detail = 'trained';
-  else if (status === 'error') view.detail = train.error ?? `the training ${resource?.status ?? 'failed'}`;
+  } else if (status === 'complete') view.detail = `trained${charged(record)}`;
+  else if (status === 'error') view.detail = train.error ?? `the training ${resource?.status ?? record?.status ?? 'failed'}`;
   return view;
 }
 

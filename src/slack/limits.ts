@@ -35,8 +35,11 @@ export const SLACK_LIMITS = {
    * is Web API tier 3 (50+ calls a minute per workspace); one message every 3 s is 20 a minute.
    */
   planUpdateIntervalMs: 3000,
-  /** chat.update calls of the plan messages of one workspace, all chats together: tier 3's 50 a minute. */
-  updateIntervalMsPerWorkspace: 1200,
+  /**
+   * chat.update calls of the plan messages of one workspace, all chats together: 40 a minute, under
+   * tier 3's 50 with room for the updates after button choices.
+   */
+  updateIntervalMsPerWorkspace: 1500,
   /**
    * Plan and task card blocks: Slack documents no length for their titles (only the 255 characters
    * of a block_id); titles are kept to a header's length so a plan stays readable.

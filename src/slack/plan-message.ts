@@ -7,15 +7,16 @@
 // reopened. A message is durable, its ts is stored (plan_messages), any worker can rewrite it, and a
 // restart resumes where the last write left off. chat.update is tier 3 (50+ a minute per
 // workspace): the message is rewritten at most every 3 s, and the workspace's plan messages at most
-// every 1.2 s together (src/slack/limits.ts); a 429's Retry-After is honoured by rescheduling.
+// every 1.5 s together (src/slack/limits.ts); a 429's Retry-After is honoured by rescheduling.
 import type { Logger } from 'pino';
-import { derivePlanView, resourcesToWatch, type LiveResource, type PlanView } from '../agent/plan-progress.js';
+import { derivePlanView, resourcesToWatch, type LiveResource, type PlanView, type StoredResource } from '../agent/plan-progress.js';
 import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
-import { countPlanPostAttempt, getPlanMessage, planWriteWaitMs, recordPlanWrite } from '../store/plan-messages.js';
+import { countPlanPostAttempt, getPlanMessage, planWriteWaitMs, recordPlanWrite, tryReserveSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
+import { listChatResources } from '../store/resources.js';
 import { buildPlanMessage } from './blocks/plan.js';
 import { SLACK_LIMITS } from './limits.js';
 import type { SlackClients } from './poster.js';
@@ -25,6 +26,9 @@ export const PLAN_METADATA_TYPE = 'verdict_bot_plan';
 
 /** A running step is read from the platform this often (the message changes only when what it shows does). */
 export const PLAN_POLL_MS = SLACK_LIMITS.planUpdateIntervalMs;
+
+/** The longest a sync sleeps for its workspace slot; beyond it, it is rescheduled. */
+const MAX_SLOT_WAIT_MS = 2000;
 
 /** The key under which the workspace's chat.update calls of plan messages are paced (a slot, not a channel). */
 const WORKSPACE_UPDATE_SLOT = '~plan-chat.update';
@@ -89,7 +93,13 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
       logger.warn({ err: error, chatId, resource: watched.id }, 'could not read a running step for the plan message');
     }
   }
-  const view = derivePlanView({ plan, live });
+  const stored = new Map<string, StoredResource>();
+  for (const r of await listChatResources(db, teamId, chatId)) {
+    if (r.kind !== 'run' && r.kind !== 'training') continue;
+    const score = (r.details as { score?: unknown }).score;
+    stored.set(r.platform_id, { status: r.status, score: typeof score === 'number' ? score : null, priceCharged: r.price_charged, webUrl: r.web_url });
+  }
+  const view = derivePlanView({ plan, live, stored });
   const again = view.running ? PLAN_POLL_MS : undefined;
   const row = await getPlanMessage(db, teamId, chatId);
   const textOnly = row?.text_only ?? false;
@@ -126,8 +136,10 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
         await recordPlanWrite(db, teamId, chatId, { slackTs, state: { rendered: JSON.stringify({ textOnly: !blocks, message }), view }, textOnly: !blocks });
         return { outcome: 'posted', view, ...(again ? { againInMs: again } : {}) };
       }
-      const slot = await reservePostSlot(db, teamId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace);
-      if (slot > 0) await sleep(slot);
+      const slot = await tryReserveSlot(db, teamId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace, MAX_SLOT_WAIT_MS);
+      // Many plans running in one workspace: this one waits its turn as a scheduled job, not asleep in a worker.
+      if ('retryInMs' in slot) return { outcome: 'paced', againInMs: slot.retryInMs, view };
+      if (slot.waitMs > 0) await sleep(slot.waitMs);
       await deps.clients.writer.chat.update({
         channel: chat.channel_id,
         ts: slackTs,

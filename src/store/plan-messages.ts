@@ -43,3 +43,30 @@ export async function planWriteWaitMs(db: Db, teamId: string, chatId: string, in
     from plan_messages where team_id = ${teamId} and chat_id = ${chatId}`.execute(db);
   return Number(rows[0]?.wait_ms ?? 0);
 }
+
+/**
+ * Reserves the next write slot under `key` (shared by the workspace's plan messages) when it comes
+ * within `maxWaitMs`: returns the wait before it. When the next slot is further away, nothing is
+ * reserved and `retryInMs` says when to try again, so a job never sleeps long holding a worker.
+ */
+export async function tryReserveSlot(
+  db: Db,
+  teamId: string,
+  key: string,
+  intervalMs: number,
+  maxWaitMs: number,
+): Promise<{ waitMs: number } | { retryInMs: number }> {
+  const { rows } = await sql<{ wait_ms: number }>`
+    insert into channel_post_slots as s (team_id, channel_id, last_slot)
+    values (${teamId}, ${key}, clock_timestamp())
+    on conflict (team_id, channel_id) do update
+      set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
+      where greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
+        <= clock_timestamp() + make_interval(secs => ${maxWaitMs / 1000}::float8)
+    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
+  if (rows[0]) return { waitMs: Number(rows[0].wait_ms) };
+  const next = await sql<{ retry_ms: number }>`
+    select greatest(0, extract(epoch from (last_slot + make_interval(secs => ${intervalMs / 1000}::float8) - clock_timestamp())) * 1000)::float8 - ${maxWaitMs} as retry_ms
+    from channel_post_slots where team_id = ${teamId} and channel_id = ${key}`.execute(db);
+  return { retryInMs: Math.max(100, Math.ceil(Number(next.rows[0]?.retry_ms ?? intervalMs))) };
+}

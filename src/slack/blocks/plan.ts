@@ -25,7 +25,7 @@ export interface PlanMessage {
 /** A step's one-line detail as rich text, with its estimated finish as a Slack date (shown in each reader's time zone). */
 function detailOf(step: PlanViewStep): RichTextBlock | undefined {
   const elements: RichTextElement[] = [];
-  if (step.detail) elements.push({ type: 'text', text: step.detail });
+  if (step.detail) elements.push({ type: 'text', text: truncate(step.detail, SLACK_LIMITS.sectionText) });
   if (step.estimatedFinishAt) {
     const at = Date.parse(step.estimatedFinishAt);
     if (Number.isFinite(at)) {
@@ -46,7 +46,7 @@ export function planFallbackText(view: PlanView, ownerUserId: string): string {
   const lines = [`<@${ownerUserId}> ${view.title}`];
   view.steps.forEach((step, i) => {
     const eta = step.estimatedFinishAt && Number.isFinite(Date.parse(step.estimatedFinishAt)) ? ` · estimated finish ${fallbackTime(Date.parse(step.estimatedFinishAt))}` : '';
-    const detail = step.detail ? `: ${step.detail}` : '';
+    const detail = step.detail ? `: ${truncate(step.detail, 300)}` : '';
     lines.push(`${STATUS_EMOJI[step.status]} ${i + 1}. ${step.title} (${STATUS_WORDS[step.status]}${detail}${eta})`);
   });
   return truncate(lines.join('\n'), SLACK_LIMITS.fallbackText);

@@ -153,6 +153,56 @@ function tableCell(c: Checker, cell: unknown, pointer: string): void {
   if (typeof t.text !== 'string' || t.text.length === 0) c.add(`${pointer}/text`, 'raw_text cell text must be at least 1 character');
 }
 
+const TASK_STATUSES = new Set(['pending', 'in_progress', 'complete', 'error']);
+
+/** A task card's details or output: one rich_text block whose elements are rich text sections, lists, quotes or preformatted text. */
+function richTextObject(c: Checker, value: unknown, pointer: string, what: string): void {
+  if (value === undefined) return;
+  if (!isObj(value) || value.type !== 'rich_text') return c.add(pointer, `${what} must be a rich_text block`);
+  if (!Array.isArray(value.elements) || value.elements.length === 0) return c.add(`${pointer}/elements`, `${what} elements must be a non-empty array`);
+  value.elements.forEach((el: unknown, i) => {
+    const p = `${pointer}/elements/${i}`;
+    if (!isObj(el) || !['rich_text_section', 'rich_text_list', 'rich_text_quote', 'rich_text_preformatted'].includes(String(el.type))) {
+      return c.add(p, `${what} element must be a rich_text_section, rich_text_list, rich_text_quote or rich_text_preformatted`);
+    }
+    if (!Array.isArray(el.elements)) return c.add(`${p}/elements`, `${what} ${String(el.type)} needs elements`);
+    el.elements.forEach((inline: unknown, j) => {
+      const q = `${p}/elements/${j}`;
+      if (!isObj(inline) || typeof inline.type !== 'string') return c.add(q, 'rich text element must be an object with a string type');
+      if (inline.type === 'text' && typeof inline.text !== 'string') c.add(`${q}/text`, 'rich text text element needs a string text');
+      if (inline.type === 'date') {
+        if (typeof inline.timestamp !== 'number' || !Number.isInteger(inline.timestamp)) c.add(`${q}/timestamp`, 'date element needs a UNIX timestamp in seconds');
+        if (typeof inline.format !== 'string' || inline.format.length === 0) c.add(`${q}/format`, 'date element needs a format');
+      }
+      if (inline.type === 'link' && typeof inline.url !== 'string') c.add(`${q}/url`, 'link element needs a url');
+    });
+  });
+}
+
+/** A task card (task-card-block reference, @slack/types TaskCardBlock): task_id, title, status, optional rich text and url sources. */
+function taskCard(c: Checker, block: Obj, p: string, taskIds: Set<string>): void {
+  if (typeof block.task_id !== 'string' || block.task_id.length === 0) c.add(`${p}/task_id`, 'task_card task_id is required');
+  else {
+    if (taskIds.has(block.task_id)) c.add(`${p}/task_id`, `task_id ${block.task_id} is not unique`);
+    taskIds.add(block.task_id);
+  }
+  if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'task_card title is required plain text');
+  if (block.status !== undefined && !TASK_STATUSES.has(String(block.status))) {
+    c.add(`${p}/status`, `task_card status must be pending, in_progress, complete or error (got ${String(block.status)})`);
+  }
+  richTextObject(c, block.details, `${p}/details`, 'task_card details');
+  richTextObject(c, block.output, `${p}/output`, 'task_card output');
+  if (block.sources !== undefined) {
+    if (!Array.isArray(block.sources)) c.add(`${p}/sources`, 'task_card sources must be an array');
+    else
+      block.sources.forEach((source: unknown, i) => {
+        if (!isObj(source) || source.type !== 'url' || typeof source.url !== 'string' || typeof source.text !== 'string') {
+          c.add(`${p}/sources/${i}`, 'a source must be a url element with a url and a text');
+        } else c.maxLength(source.url, `${p}/sources/${i}/url`, 'source url', 3000);
+      });
+  }
+}
+
 /**
  * Checks blocks against the Block Kit limits Slack enforces and returns every problem found
  * (an empty list means Slack would accept them). `basePointer` names the argument, e.g. `/blocks`.
@@ -168,6 +218,7 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
     c.add(basePointer, `no more than ${maxBlocks} blocks are allowed in a ${surface} (got ${blocks.length})`);
   }
   const blockIds = new Set<string>();
+  const taskIds = new Set<string>();
   let markdownChars = 0;
   let tables = 0;
   blocks.forEach((block: unknown, i) => {
@@ -251,6 +302,21 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
         });
         if (Array.isArray(block.column_settings) && block.column_settings.length > 20) {
           c.add(`${p}/column_settings`, `table column_settings must have at most 20 items (got ${block.column_settings.length})`);
+        }
+        break;
+      }
+      case 'task_card':
+        taskCard(c, block, p, taskIds);
+        break;
+      case 'plan': {
+        if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'plan title is required plain text');
+        if (block.tasks !== undefined) {
+          if (!Array.isArray(block.tasks)) c.add(`${p}/tasks`, 'plan tasks must be an array of task_card blocks');
+          else
+            block.tasks.forEach((task: unknown, j) => {
+              if (!isObj(task) || task.type !== 'task_card') c.add(`${p}/tasks/${j}`, 'plan tasks must be task_card blocks');
+              else taskCard(c, task, `${p}/tasks/${j}`, taskIds);
+            });
         }
         break;
       }

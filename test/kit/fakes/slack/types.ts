@@ -1,4 +1,5 @@
 // The fake Slack's public types: options, recorded calls, messages, files, failures and the handle.
+import type { PlanState } from './plan-states.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {
@@ -29,6 +30,8 @@ export interface FakeSlackOptions {
   enforceRateLimit?: boolean;
   /** Burst window for chat.postMessage per channel: more than `max` posts within `windowMs` is a violation. */
   rateLimit?: { max: number; windowMs: number };
+  /** chat.update's tier 3: calls per workspace per window (Slack: 50+ a minute). Above it, a violation (a 429 with `enforceRateLimit`). */
+  updateRateLimit?: { max: number; windowMs: number };
 }
 
 /** One HTTP request the fake answered, in arrival order. */
@@ -151,6 +154,8 @@ export interface FakeSlack {
   homeViews: Map<string, Record<string, unknown>>;
   ephemerals: FakeEphemeral[];
   callsTo(method: string): SlackCall[];
+  /** Each state of the plan messages Slack took, in order (test/kit/fakes/slack/plan-states.ts). */
+  planStates(filter?: { channel?: string; threadTs?: string; metadataType?: string }): PlanState[];
   messages(channel?: string, threadTs?: string): FakeMessage[];
   seedMessage(message: SeedMessage): FakeMessage;
   /**
