@@ -14,8 +14,8 @@ const RANK: Record<string, number> = { pending: 0, in_progress: 1, complete: 2 }
 /** Slower than the default sandbox (a run takes about 3 s, a training about 8 s) so the steps are seen running. */
 const ENV = { SANDBOX_TIME_SCALE: '0.05' };
 
-async function startLoop(): Promise<{ h: Harness; threadTs: string }> {
-  const h = await startHarness({ script: loopScript(), env: ENV });
+async function startLoop(mode: 'inprocess' | 'process' = 'inprocess'): Promise<{ h: Harness; threadTs: string }> {
+  const h = await startHarness({ script: loopScript(), env: ENV, mode });
   const mention = await h.mention({ user: OWNER, text: SEED_MESSAGE });
   expect(mention.status).toBe(200);
   return { h, threadTs: mention.ts };
@@ -154,4 +154,27 @@ describe('the plan, live', () => {
     // The step reports are untouched by the plan's troubles.
     expect(h.posts(loop.threadTs)).toHaveLength(4);
   }, 120_000);
+
+  it('keeps rewriting the same message after the bot is killed mid-loop and started again', async () => {
+    const loop = await startLoop('process');
+    h = loop.h;
+    const harness = h;
+    // Killed (SIGKILL) once the plan message is posted (the loop still running), then started again.
+    await waitUntil(() => harness.planMessages(loop.threadTs).length > 0, 60_000, 'the plan message');
+    const beforeKill = h.planMessages(loop.threadTs).length;
+    await h.restart();
+    await waitForVerdict(h, loop.threadTs, 90_000);
+    const states = await waitForPlanDone(h, loop.threadTs, (s) => s.tasks.length === 5 && s.tasks.every((t) => t.status === 'complete'));
+    expect(states.length).toBeGreaterThan(beforeKill);
+    // One plan message in the thread, every state a write of it.
+    expect(h.slack.messages(undefined, loop.threadTs).filter((m) => m.metadata?.event_type === 'verdict_bot_plan')).toHaveLength(1);
+    expect(states.filter((s) => s.method === 'chat.postMessage')).toHaveLength(1);
+    expect(new Set(states.map((s) => s.ts)).size).toBe(1);
+    for (let i = 1; i < states.length; i += 1) {
+      states[i]!.tasks.forEach((task, j) => expect(RANK[task.status]!).toBeGreaterThanOrEqual(RANK[states[i - 1]!.tasks[j]!.status]!));
+    }
+    expectPaced(states);
+    expect(h.posts(loop.threadTs)).toHaveLength(4);
+    expect(h.crashes).toEqual([]);
+  }, 240_000);
 });
