@@ -71,4 +71,16 @@ describe('buildPlanMessage', () => {
     expect(message.text.length).toBeLessThanOrEqual(SLACK_LIMITS.fallbackText);
     expect(validateBlocks(message.blocks, 'message')).toEqual([]);
   });
+
+  it('shows text from elsewhere literally in the fallback, and links only http(s) addresses', () => {
+    const hostile: PlanView = {
+      ...view,
+      steps: [{ id: 'baseline_run', title: 'Benchmark <!channel> on <@U999>', status: 'error', detail: 'failed: a & b > c', url: 'javascript:alert(1)' }],
+    };
+    const message = buildPlanMessage(hostile, 'U1');
+    expect(message.text).toContain('Benchmark &lt;!channel&gt; on &lt;@U999&gt; (error: failed: a &amp; b &gt; c)');
+    expect(message.text).not.toContain('<!channel>');
+    const plan = message.blocks[0] as unknown as { tasks: Array<{ sources?: unknown }> };
+    expect(plan.tasks[0]!.sources).toBeUndefined();
+  });
 });

@@ -2,6 +2,7 @@
 import type { KnownBlock, PlanBlock, RichTextBlock, RichTextElement, TaskCardBlock } from '@slack/types';
 import type { PlanView, PlanViewStep } from '../../agent/plan-progress.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
+import { escapeMrkdwn, mentionUser } from '../mrkdwn.js';
 
 const STATUS_WORDS: Record<PlanViewStep['status'], string> = {
   pending: 'pending',
@@ -16,6 +17,9 @@ const STATUS_EMOJI: Record<PlanViewStep['status'], string> = {
   complete: ':white_check_mark:',
   error: ':x:',
 };
+
+/** A link a task card may carry: http(s), no whitespace, within the URL limit Slack sets for links. */
+const SOURCE_URL = /^https?:\/\/\S{1,2990}$/;
 
 export interface PlanMessage {
   text: string;
@@ -43,11 +47,11 @@ function fallbackTime(ms: number): string {
 
 /** The plan's text alone: the notification text, and the whole message when Slack refuses the blocks. */
 export function planFallbackText(view: PlanView, ownerUserId: string): string {
-  const lines = [`<@${ownerUserId}> ${view.title}`];
+  const lines = [`${mentionUser(ownerUserId)} ${escapeMrkdwn(view.title)}`];
   view.steps.forEach((step, i) => {
     const eta = step.estimatedFinishAt && Number.isFinite(Date.parse(step.estimatedFinishAt)) ? ` · estimated finish ${fallbackTime(Date.parse(step.estimatedFinishAt))}` : '';
-    const detail = step.detail ? `: ${truncate(step.detail, 300)}` : '';
-    lines.push(`${STATUS_EMOJI[step.status]} ${i + 1}. ${step.title} (${STATUS_WORDS[step.status]}${detail}${eta})`);
+    const detail = step.detail ? `: ${escapeMrkdwn(truncate(step.detail, 300))}` : '';
+    lines.push(`${STATUS_EMOJI[step.status]} ${i + 1}. ${escapeMrkdwn(step.title)} (${STATUS_WORDS[step.status]}${detail}${eta})`);
   });
   return truncate(lines.join('\n'), SLACK_LIMITS.fallbackText);
 }
@@ -65,7 +69,7 @@ export function buildPlanMessage(view: PlanView, ownerUserId: string): PlanMessa
       title: truncate(step.title, SLACK_LIMITS.taskTitle),
       status: step.status,
       ...(details ? { details } : {}),
-      ...(step.url ? { sources: [{ type: 'url', url: step.url, text: 'Open on the platform' }] } : {}),
+      ...(step.url && SOURCE_URL.test(step.url) ? { sources: [{ type: 'url', url: step.url, text: 'Open on the platform' }] } : {}),
     };
   });
   const plan: PlanBlock = { type: 'plan', title: truncate(view.title, SLACK_LIMITS.planTitle), tasks };
