@@ -203,3 +203,18 @@ export function resourcesToWatch(plan: Plan): Array<{ kind: 'run' | 'training'; 
   }
   return out;
 }
+
+/**
+ * How long until a running plan is worth reading again: about when its progress moves by a percent
+ * (a hundredth of the time left to the earliest estimated finish), never sooner than `minMs` and
+ * never later than `maxMs`. An hours-long training is then read every minute, not every few seconds.
+ */
+export function pollIntervalMs(view: PlanView, nowMs: number, minMs: number, maxMs: number): number {
+  const finishes = view.steps
+    .filter((s) => s.status === 'in_progress' && s.estimatedFinishAt)
+    .map((s) => Date.parse(s.estimatedFinishAt!))
+    .filter((t) => Number.isFinite(t));
+  if (finishes.length === 0) return minMs;
+  const left = Math.min(...finishes) - nowMs;
+  return Math.min(maxMs, Math.max(minMs, Math.floor(left / 100)));
+}

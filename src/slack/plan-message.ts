@@ -9,7 +9,7 @@
 // workspace): the message is rewritten at most every 3 s, and the workspace's plan messages at most
 // every 1.5 s together (src/slack/limits.ts); a 429's Retry-After is honoured by rescheduling.
 import type { Logger } from 'pino';
-import { derivePlanView, resourcesToWatch, type LiveResource, type PlanView, type StoredResource } from '../agent/plan-progress.js';
+import { derivePlanView, pollIntervalMs, resourcesToWatch, type LiveResource, type PlanView, type StoredResource } from '../agent/plan-progress.js';
 import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '../platform/platform.js';
@@ -24,8 +24,8 @@ import type { SlackClients } from './poster.js';
 /** The metadata type of the plan message: how it is found again, and told apart from the step reports. */
 export const PLAN_METADATA_TYPE = 'verdict_bot_plan';
 
-/** A running step is read from the platform this often (the message changes only when what it shows does). */
-export const PLAN_POLL_MS = SLACK_LIMITS.planUpdateIntervalMs;
+/** A running step is read from the platform at least this often, and more often as it nears its finish, down to the update pace. */
+export const PLAN_POLL_MAX_MS = 60_000;
 
 /** The longest a sync sleeps for its workspace slot; beyond it, it is rescheduled. */
 const MAX_SLOT_WAIT_MS = 2000;
@@ -100,7 +100,7 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
     stored.set(r.platform_id, { status: r.status, score: typeof score === 'number' ? score : null, priceCharged: r.price_charged, webUrl: r.web_url });
   }
   const view = derivePlanView({ plan, live, stored });
-  const again = view.running ? PLAN_POLL_MS : undefined;
+  const again = view.running ? pollIntervalMs(view, Date.now(), SLACK_LIMITS.planUpdateIntervalMs, PLAN_POLL_MAX_MS) : undefined;
   const row = await getPlanMessage(db, teamId, chatId);
   const textOnly = row?.text_only ?? false;
   const message = scrubber.scrubValue(buildPlanMessage(view, chat.owner_user_id));

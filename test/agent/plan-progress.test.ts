@@ -1,6 +1,6 @@
 // The plan's view is derived in code from the plan, the stored events and the platform's live reads.
 import { describe, expect, it } from 'vitest';
-import { derivePlanView, resourcesToWatch, type LiveResource, type StoredResource } from '../../src/agent/plan-progress.js';
+import { derivePlanView, pollIntervalMs, resourcesToWatch, type LiveResource, type StoredResource } from '../../src/agent/plan-progress.js';
 import type { Plan, PlanStep } from '../../src/agent/plan.js';
 
 function planWith(steps: Partial<Record<PlanStep['kind'], Partial<PlanStep>>>, extra: Partial<Plan> = {}): Plan {
@@ -111,5 +111,25 @@ describe('derivePlanView', () => {
       train: { status: 'launched', datasetId: 'ds_1', trainingId: 'tr_1' },
     });
     expect(resourcesToWatch(plan)).toEqual([{ kind: 'training', id: 'tr_1' }]);
+  });
+});
+
+describe('pollIntervalMs', () => {
+  const running = (estimatedFinishAt?: string) =>
+    derivePlanView({
+      plan: planWith({ baseline_run: { status: 'launched', runId: 'run_1' } }),
+      live: new Map([['run_1', { status: 'running', questions: { done: 1, total: 100 }, ...(estimatedFinishAt ? { estimatedFinishAt } : {}) }]]),
+    });
+  const now = Date.parse('2026-12-05T08:00:00.000Z');
+
+  it('reads a long step about every percent of the time left, within the bounds', () => {
+    expect(pollIntervalMs(running('2026-12-05T10:00:00.000Z'), now, 3000, 60_000)).toBe(60_000);
+    expect(pollIntervalMs(running('2026-12-05T08:50:00.000Z'), now, 3000, 60_000)).toBe(30_000);
+    expect(pollIntervalMs(running('2026-12-05T08:01:00.000Z'), now, 3000, 60_000)).toBe(3000);
+    expect(pollIntervalMs(running('2026-12-05T07:59:00.000Z'), now, 3000, 60_000)).toBe(3000);
+  });
+
+  it('reads at the pace when no finish is estimated', () => {
+    expect(pollIntervalMs(running(), now, 3000, 60_000)).toBe(3000);
   });
 });
