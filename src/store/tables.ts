@@ -192,6 +192,20 @@ export interface ButtonGrantsTable {
   grant: Json<unknown>;
 }
 
+/** One person's vote on one verdict message; a later click changes it. */
+export interface VerdictFeedbackTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  /** The turn that wrote the verdict: the Activity line the vote shows on. */
+  turn_id: BigId;
+  post_id: BigId;
+  user_id: string;
+  vote: 'positive' | 'negative';
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -206,6 +220,7 @@ export interface Database {
   launch_authorizations: LaunchAuthorizationsTable;
   button_choices: ButtonChoicesTable;
   button_grants: ButtonGrantsTable;
+  verdict_feedback: VerdictFeedbackTable;
 }
 
 export type Chat = Selectable<ChatsTable>;
