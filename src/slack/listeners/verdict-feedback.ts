@@ -1,5 +1,5 @@
 // Feedback on a verdict (👍 / 👎, the feedback_buttons element or its plain stand-in): the vote is
-// stored with its ephemeral answer in one statement, then acked; the Home tabs showing it are refreshed.
+// stored with its ephemeral answer in one statement, then acked; the owner's Home tab is refreshed.
 import type { App, BlockAction, ButtonAction, FeedbackButtonsAction } from '@slack/bolt';
 import { parseVote, recordVerdictVote } from '../../store/verdict-feedback.js';
 import { VERDICT_FEEDBACK_PATTERN } from '../action-ids.js';
@@ -23,10 +23,10 @@ export function registerVerdictFeedback(app: App, deps: ListenerDeps): void {
     await ack();
     deps.logger.info({ teamId, actionId: action.action_id, vote, ...result }, 'verdict feedback recorded');
     if (result.outcome !== 'recorded') return;
-    // Through the Home scheduler's per-person job key, so publishes stay serialized per person.
-    const viewers = new Set([result.ownerUserId, body.user.id]);
-    for (const viewer of viewers) {
-      await deps.enqueueHome(teamId, viewer).catch((error: unknown) => deps.logger.warn({ err: error, teamId, viewer }, 'could not queue a Home refresh after feedback'));
-    }
+    // The owner's Activity log shows the vote on the verdict's line. Queued through the Home
+    // scheduler's per-person job key, so publishes stay serialized per person.
+    await deps
+      .enqueueHome(teamId, result.ownerUserId)
+      .catch((error: unknown) => deps.logger.warn({ err: error, teamId, owner: result.ownerUserId }, 'could not queue a Home refresh after feedback'));
   });
 }
