@@ -80,6 +80,22 @@ describe('feedback on the verdict', () => {
     await ephemeralTo(h, OWNER, /now :-1: \(it was :\+1:\)/);
     expect((await votes(h)).map((v) => [v.user_id, v.vote])).toEqual([[OWNER, 'negative'], [READER, 'negative']]);
 
+    // A forged value and a click on a message that is no verdict record nothing. The vote is stored
+    // before Slack gets its answer, so the table can be read as soon as the click is answered.
+    const forged = await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
+      user: READER, teamId: TEAM, channel: CHANNEL, messageTs: verdict.ts, threadTs: mention.ts,
+      actionId: ACTION_IDS.verdictFeedback, value: 'maybe', elementType: 'feedback_buttons',
+    });
+    expect(forged.status).toBe(200);
+    const launch = h.posts(mention.ts)[0]!;
+    const elsewhere = await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, {
+      user: READER, teamId: TEAM, channel: CHANNEL, messageTs: launch.ts, threadTs: mention.ts,
+      actionId: ACTION_IDS.verdictFeedback, value: 'positive', elementType: 'feedback_buttons',
+    });
+    expect(elsewhere.status).toBe(200);
+    expect((await votes(h)).map((v) => [v.user_id, v.vote])).toEqual([[OWNER, 'negative'], [READER, 'negative']]);
+    await ephemeralTo(h, READER, /holds no verdict I can record feedback on\. Nothing was recorded\./);
+
     // The Activity log shows the votes on the line of the turn that wrote the verdict.
     await waitUntil(() => (JSON.stringify(h!.slack.homeViews.get(OWNER) ?? {}).includes('Feedback: 👍 0 · 👎 2') ? true : undefined), 30_000, 'the feedback in the owner\'s Home tab');
     const home = JSON.stringify(h.slack.homeViews.get(OWNER));
