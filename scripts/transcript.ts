@@ -20,7 +20,7 @@ import { waitUntil } from '../test/kit/wait.js';
 type Block = {
   type: string;
   text?: { text: string };
-  elements?: Array<{ type: string; text?: string | { text: string } }>;
+  elements?: Array<{ type: string; text?: string | { text: string }; positive_button?: { text: { text: string } }; negative_button?: { text: { text: string } } }>;
   rows?: Array<Array<{ text: string }>>;
 };
 
@@ -50,6 +50,8 @@ export function renderMessage(message: FakeMessage): string {
           return renderTable(b.rows ?? []);
         case 'actions':
           return '  ' + (b.elements ?? []).map((e) => `[ ${typeof e.text === 'string' ? e.text : e.text?.text} ]`).join('  ');
+        case 'context_actions':
+          return '  ' + (b.elements ?? []).map((e) => (e.type === 'feedback_buttons' ? `( ${e.positive_button?.text.text} | ${e.negative_button?.text.text} ) feedback` : `(${e.type})`)).join('  ');
         default:
           return `(${b.type})`;
       }

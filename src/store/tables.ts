@@ -208,6 +208,20 @@ export interface PlanMessagesTable {
   created_at: Generated<Timestamp>;
 }
 
+/** One person's vote on one verdict message; a later click changes it. */
+export interface VerdictFeedbackTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  /** The turn that wrote the verdict: the Activity line the vote shows on. */
+  turn_id: BigId;
+  post_id: BigId;
+  user_id: string;
+  vote: 'positive' | 'negative';
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -223,6 +237,7 @@ export interface Database {
   button_choices: ButtonChoicesTable;
   button_grants: ButtonGrantsTable;
   plan_messages: PlanMessagesTable;
+  verdict_feedback: VerdictFeedbackTable;
 }
 
 export type Chat = Selectable<ChatsTable>;

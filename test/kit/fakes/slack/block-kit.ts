@@ -80,7 +80,36 @@ class Checker {
     this.text(value.deny, `${pointer}/deny`, 'deny button', { max: 30, plainOnly: true });
   }
 
-  element(value: unknown, pointer: string, actionIds: Set<string>): void {
+  /** One button of a feedback_buttons element (Slack's docs: plain_text text up to 75, value up to 2000, label up to 75). */
+  feedbackButton(value: unknown, pointer: string, which: string): void {
+    if (!isObj(value)) {
+      this.add(pointer, `feedback_buttons ${which} is required`);
+      return;
+    }
+    this.text(value.text, `${pointer}/text`, `${which} text`, { max: 75, required: true, plainOnly: true });
+    if (typeof value.value !== 'string' || value.value.length === 0) this.add(`${pointer}/value`, `${which} value is required`);
+    this.maxLength(value.value, `${pointer}/value`, `${which} value`, 2000);
+    this.maxLength(value.accessibility_label, `${pointer}/accessibility_label`, `${which} accessibility_label`, 75);
+  }
+
+  /**
+   * A context_actions block's element: feedback_buttons or icon_button only (@slack/types
+   * ContextActionsBlockElement); feedback_buttons is refused anywhere else (see `element`).
+   */
+  contextActionsElement(value: unknown, pointer: string, actionIds: Set<string>): void {
+    if (!isObj(value) || (value.type !== 'feedback_buttons' && value.type !== 'icon_button')) {
+      this.add(pointer, `context_actions elements must be feedback_buttons or icon_button (got ${String(isObj(value) ? value.type : value)})`);
+      return;
+    }
+    if (value.type === 'icon_button') {
+      if (typeof value.icon !== 'string' || value.icon.length === 0) this.add(`${pointer}/icon`, 'icon_button icon is required');
+      this.text(value.text, `${pointer}/text`, 'icon_button text', { max: 75, required: true, plainOnly: true });
+      this.maxLength(value.value, `${pointer}/value`, 'icon_button value', 2000);
+    }
+    this.element(value, pointer, actionIds, 'context_actions');
+  }
+
+  element(value: unknown, pointer: string, actionIds: Set<string>, container = 'other'): void {
     if (!isObj(value) || typeof value.type !== 'string') {
       this.add(pointer, 'element must be an object with a string type');
       return;
@@ -101,6 +130,7 @@ class Checker {
         this.text(value.text, `${pointer}/text`, 'button text', { max: 75, required: true, plainOnly: true });
         this.maxLength(value.value, `${pointer}/value`, 'button value', 2000);
         this.maxLength(value.url, `${pointer}/url`, 'button url', 3000);
+        this.maxLength(value.accessibility_label, `${pointer}/accessibility_label`, 'button accessibility_label', 75);
         if (value.style !== undefined && value.style !== 'primary' && value.style !== 'danger') {
           this.add(`${pointer}/style`, `button style must be primary or danger (got ${String(value.style)})`);
         }
@@ -120,6 +150,14 @@ class Checker {
       case 'image':
         this.maxLength(value.image_url, `${pointer}/image_url`, 'image_url', 3000);
         this.maxLength(value.alt_text, `${pointer}/alt_text`, 'alt_text', 2000);
+        break;
+      case 'feedback_buttons':
+        if (container !== 'context_actions') {
+          this.add(pointer, 'feedback_buttons can only be used in a context_actions block');
+          break;
+        }
+        this.feedbackButton(value.positive_button, `${pointer}/positive_button`, 'positive_button');
+        this.feedbackButton(value.negative_button, `${pointer}/negative_button`, 'negative_button');
         break;
       case 'plain_text_input':
         this.text(value.placeholder, `${pointer}/placeholder`, 'placeholder', { max: 150, plainOnly: true });
@@ -271,6 +309,11 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
           } else c.element(el, `${p}/elements/${j}`, actionIds);
         });
         break;
+      case 'context_actions':
+        c.elements(block.elements, `${p}/elements`, 'context_actions', 5).forEach((el, j) =>
+          c.contextActionsElement(el, `${p}/elements/${j}`, actionIds),
+        );
+        break;
       case 'image':
         if (block.image_url === undefined && block.slack_file === undefined) c.add(p, 'image block needs image_url or slack_file');
         c.maxLength(block.image_url, `${p}/image_url`, 'image_url', 3000);
@@ -342,4 +385,21 @@ export function validateView(view: unknown, surface: 'home'): BlockProblem[] {
   c.maxLength(view.callback_id, '/view/callback_id', 'callback_id', 255);
   c.maxLength(view.external_id, '/view/external_id', 'external_id', 255);
   return [...c.problems, ...validateBlocks(view.blocks ?? [], surface, '/view/blocks')];
+}
+
+/**
+ * The block and element types in blocks (nested elements included), for a fake workspace told to
+ * refuse some of them as a Slack that does not take them yet would.
+ */
+export function blockTypesIn(blocks: readonly unknown[]): Set<string> {
+  const types = new Set<string>();
+  for (const block of blocks) {
+    if (!isObj(block)) continue;
+    if (typeof block.type === 'string') types.add(block.type);
+    const elements = Array.isArray(block.elements) ? block.elements : [];
+    for (const el of [...elements, block.accessory, block.element]) {
+      if (isObj(el) && typeof el.type === 'string') types.add(el.type);
+    }
+  }
+  return types;
 }

@@ -173,6 +173,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       });
     },
     failNext: faults.failNext,
+    refuseBlockTypes: (types) => {
+      for (const t of types) ws.refusedBlockTypes.add(t);
+    },
     reset: () => {
       ws.clear();
       faults.clear();

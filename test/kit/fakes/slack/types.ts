@@ -32,6 +32,11 @@ export interface FakeSlackOptions {
   rateLimit?: { max: number; windowMs: number };
   /** chat.update's tier 3: calls per workspace per window (Slack: 50+ a minute). Above it, a violation (a 429 with `enforceRateLimit`). */
   updateRateLimit?: { max: number; windowMs: number };
+  /**
+   * Block or element types this workspace does not take (e.g. `context_actions`): a message holding
+   * one is answered `invalid_blocks`, as Slack answers a block it does not support. Not a violation.
+   */
+  refuseBlockTypes?: readonly string[];
 }
 
 /** One HTTP request the fake answered, in arrival order. */
@@ -168,6 +173,8 @@ export interface FakeSlack {
   sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
   waitFor(predicate: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
   failNext(method: string, n: number, response: SlackFailure): void;
+  /** From now on, refuse messages holding these block or element types (see `refuseBlockTypes` in the options). */
+  refuseBlockTypes(types: readonly string[]): void;
   reset(): void;
   stop(): Promise<void>;
 }
