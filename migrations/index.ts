@@ -5,6 +5,8 @@ import * as channelPostSlots from './2026-12-03-001-channel-post-slots.js';
 import * as launchAuthorizations from './2026-12-03-002-launch-authorizations.js';
 import * as buttonChoices from './2026-12-03-003-button-choices.js';
 import * as agentSessions from './2026-12-05-001-agent-sessions.js';
+import * as planMessages from './2026-12-05-002-plan-messages.js';
+import * as verdictFeedback from './2026-12-05-004-verdict-feedback.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -12,4 +14,6 @@ export const migrations: Record<string, Migration> = {
   '2026-12-03-002-launch-authorizations': launchAuthorizations,
   '2026-12-03-003-button-choices': buttonChoices,
   '2026-12-05-001-agent-sessions': agentSessions,
+  '2026-12-05-002-plan-messages': planMessages,
+  '2026-12-05-004-verdict-feedback': verdictFeedback,
 };

@@ -18,6 +18,7 @@ import {
 } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
+import { feedbackAsPlainButtons } from './blocks/feedback.js';
 import { renderReply } from './blocks/reply.js';
 import { SLACK_LIMITS } from './limits.js';
 import { formatLogArgs } from './log-format.js';
@@ -141,6 +142,7 @@ export class SlackPoster {
         }
         if (e.code === 'slack_webapi_platform_error') {
           const reason = e.data?.error ?? 'unknown_error';
+          if (reason === 'invalid_blocks' && this.plainFeedbackFallback(post.id, args as { blocks?: unknown })) continue;
           if (reason === 'invalid_blocks' && 'blocks' in args) {
             this.logger.error({ postId: post.id, reason }, 'slack refused the blocks; posting the text alone');
             delete (args as { blocks?: unknown }).blocks;
@@ -153,6 +155,20 @@ export class SlackPoster {
         throw error;
       }
     }
+  }
+
+  /**
+   * Where Slack refuses the verdict's feedback buttons (`invalid_blocks`: a workspace or client that
+   * does not take `context_actions` yet), swaps them for two plain buttons with the same action ids
+   * and values, so the same handler records the vote. True when the message changed and is worth
+   * sending again; false when it holds no feedback buttons (the refusal has another cause).
+   */
+  private plainFeedbackFallback(postId: string, args: { blocks?: unknown }): boolean {
+    const plain = Array.isArray(args.blocks) ? feedbackAsPlainButtons(args.blocks) : undefined;
+    if (!plain) return false;
+    this.logger.warn({ postId }, 'slack refused the feedback buttons; sending plain 👍 / 👎 buttons instead');
+    args.blocks = plain;
+    return true;
   }
 
   /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
@@ -218,13 +234,15 @@ export class SlackPoster {
     if (chosen.length === 0) return;
     const message = renderPost(post.payload as unknown as StoredPostPayload, chosen);
     if (!message.blocks) return;
+    const update = { channel: post.channel_id, ts: post.slack_ts, text: this.scrubber.scrub(message.text), blocks: this.scrubber.scrubValue(message.blocks) as unknown[] };
     try {
-      await this.clients.writer.chat.update({
-        channel: post.channel_id,
-        ts: post.slack_ts,
-        text: this.scrubber.scrub(message.text),
-        blocks: this.scrubber.scrubValue(message.blocks) as never,
-      });
+      try {
+        await this.clients.writer.chat.update(update as never);
+      } catch (error) {
+        const e = error as SlackErrorLike;
+        if (!(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && this.plainFeedbackFallback(postId, update))) throw error;
+        await this.clients.writer.chat.update(update as never);
+      }
     } catch (error) {
       const e = error as SlackErrorLike;
       if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {

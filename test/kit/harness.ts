@@ -12,7 +12,8 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
-import { appMention, type FakeMessage, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
+import { PLAN_METADATA_TYPE } from '../../src/slack/plan-message.js';
+import { appMention, type FakeMessage, type PlanState, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
 import { fakesEnv } from './bot-env.js';
 import { createTestDatabase } from './database.js';
@@ -48,8 +49,10 @@ export interface Harness {
   logs(): Promise<string>;
   mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
   reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
-  /** Bot posts in a thread, in post order. */
+  /** Bot posts in a thread, in post order: the step reports (the live plan message is not one). */
   posts(threadTs: string, channel?: string): FakeMessage[];
+  /** Each state of the thread's live plan message, in the order Slack took them. */
+  planMessages(threadTs: string, channel?: string): PlanState[];
   waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;
   kill(): Promise<void>;
   restart(): Promise<void>;
@@ -173,7 +176,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       const delivery = await sendEvent(`${url}/slack/events`, env.SLACK_SIGNING_SECRET!, event, { teamId: input.team ?? TEAM, ...opts });
       return { status: delivery.status, ts: event.ts as string };
     },
-    posts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded),
+    posts: (threadTs, channel = CHANNEL) =>
+      slack.messages(channel, threadTs).filter((m) => !m.seeded && m.metadata?.event_type !== PLAN_METADATA_TYPE),
+    planMessages: (threadTs, channel = CHANNEL) => slack.planStates({ channel, threadTs, metadataType: PLAN_METADATA_TYPE }),
     waitForPosts: (threadTs, count, timeoutMs = 30_000, channel = CHANNEL) =>
       waitUntil(
         () => {

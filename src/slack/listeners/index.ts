@@ -6,6 +6,7 @@ import { registerAppMention } from './app-mention.js';
 import { registerChatActions } from './chat-actions.js';
 import type { ListenerDeps } from './deps.js';
 import { registerThreadMessage } from './thread-message.js';
+import { registerVerdictFeedback } from './verdict-feedback.js';
 
 export function registerListeners(app: App, deps: ListenerDeps): void {
   registerAppMention(app, deps);
@@ -13,6 +14,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   registerChatActions(app, deps);
   registerAppHome(app, deps);
   registerAgentSessionStopped(app, deps);
+  registerVerdictFeedback(app, deps);
 }
 
 export type { ListenerDeps };
