@@ -185,10 +185,26 @@ export function capBlocks<B>(blocks: readonly B[], max: number = SLACK_LIMITS.bl
 }
 
 /**
- * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
- * and when in place of its buttons.
+ * How rich a message is, from what Slack takes first down to what it always takes. The poster steps
+ * down one level each time Slack answers invalid_blocks (src/slack/poster.ts).
+ * - `full`: every block (the questions that changed in a data table);
+ * - `questions_as_text`: the questions as text, the summary table kept;
+ * - `all_text`: no table block at all, every table as text;
+ * - `plain`: the text alone, no blocks.
  */
-export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoice[] } = {}): MessagePayload {
+export type RenderLevel = 'full' | 'questions_as_text' | 'all_text' | 'plain';
+export const RENDER_LEVELS: readonly RenderLevel[] = ['full', 'questions_as_text', 'all_text', 'plain'];
+
+/**
+ * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
+ * and when in place of its buttons. `level` is how rich it may be (default `full`); `notes` are
+ * short context lines added at its end (a chart that could not be uploaded).
+ */
+export function renderReply(
+  reply: Reply,
+  options: { chosen?: readonly MadeChoice[]; level?: RenderLevel; notes?: readonly string[] } = {},
+): MessagePayload {
+  const level = options.level ?? 'full';
   const text = replyText(reply);
   const chosen = new Map((options.chosen ?? []).map((c) => [c.choiceIndex, c]));
   const blocks: KnownBlock[] = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
@@ -202,7 +218,12 @@ export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoic
     const part = item.part;
     switch (part.kind) {
       case 'comparison':
-        blocks.push(...buildComparisonBlocks(part, { tableAllowed: tables < SLACK_LIMITS.tablesPerMessage }));
+        blocks.push(
+          ...buildComparisonBlocks(part, {
+            tableAllowed: level !== 'all_text' && tables < SLACK_LIMITS.tablesPerMessage,
+            questions: level === 'full' ? 'table' : 'text',
+          }),
+        );
         tables += 1;
         break;
       case 'progress':
@@ -217,7 +238,11 @@ export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoic
         break;
     }
   }
-  // The origin note survives any cut: every message about simulated work says so.
-  const note = reply.origin ? [originNote(reply.origin)] : [];
+  // The origin note and the given notes survive any cut: every message about simulated work says so.
+  const note: KnownBlock[] = [
+    ...(options.notes ?? []).map((text): KnownBlock => ({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text, SLACK_LIMITS.contextText) }] })),
+    ...(reply.origin ? [originNote(reply.origin)] : []),
+  ];
+  if (level === 'plain') return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [] };
   return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [...capBlocks(blocks, SLACK_LIMITS.blocksPerMessage - note.length), ...note] };
 }
