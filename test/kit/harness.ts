@@ -48,8 +48,10 @@ export interface Harness {
   logs(): Promise<string>;
   mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
   reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
-  /** Bot posts in a thread, in post order. */
+  /** Bot posts in a thread, in post order (the bot's messages; the files it shared are in `filePosts`). */
   posts(threadTs: string, channel?: string): FakeMessage[];
+  /** Messages sharing a file the bot uploaded in a thread (the comparison's chart), in post order. */
+  filePosts(threadTs: string, channel?: string): FakeMessage[];
   waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;
   kill(): Promise<void>;
   restart(): Promise<void>;
@@ -173,7 +175,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       const delivery = await sendEvent(`${url}/slack/events`, env.SLACK_SIGNING_SECRET!, event, { teamId: input.team ?? TEAM, ...opts });
       return { status: delivery.status, ts: event.ts as string };
     },
-    posts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded),
+    posts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded && !m.files?.length),
+    filePosts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded && (m.files?.length ?? 0) > 0),
     waitForPosts: (threadTs, count, timeoutMs = 30_000, channel = CHANNEL) =>
       waitUntil(
         () => {

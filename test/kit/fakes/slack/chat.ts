@@ -20,7 +20,7 @@ function checkMessageContent(
   }
   if (args.blocks !== undefined) {
     if (!Array.isArray(args.blocks)) return refuseInvalid(ws.violations, method, 'invalid_blocks_format', [{ pointer: '/blocks', message: 'blocks must be a JSON array' }]);
-    const problems = validateBlocks(args.blocks, 'message');
+    const problems = validateBlocks(args.blocks, 'message', '/blocks', ws.options.refuseBlockTypes ?? []);
     if (problems.length > 0) return refuseInvalid(ws.violations, method, 'invalid_blocks', problems);
   }
   if (Array.isArray(args.attachments)) {

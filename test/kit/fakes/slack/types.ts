@@ -23,6 +23,11 @@ export interface FakeSlackOptions {
   /** The bot's bot id in the default workspace, `BBOT` unless set. */
   botId?: string;
   appId?: string;
+  /**
+   * Block types this workspace's Slack does not take yet (a newer block not rolled out to it): a
+   * message holding one is answered invalid_blocks, as Slack answers a block type it does not know.
+   */
+  refuseBlockTypes?: readonly string[];
   /** Answer `invalid_auth` to tokens missing from `teams`. */
   rejectUnknownTokens?: boolean;
   /** Answer chat.postMessage bursts above `rateLimit` with 429 + Retry-After 1 instead of only recording them. */
