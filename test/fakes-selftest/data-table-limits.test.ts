@@ -1,0 +1,37 @@
+// The fake Slack refuses the data tables Slack's docs say it refuses, and the blocks a workspace does not take.
+import { describe, expect, it } from 'vitest';
+import { validateBlocks } from '../kit/fakes/slack/index.js';
+
+const cell = (text: string) => ({ type: 'raw_text', text });
+const table = (rows: unknown[][], extra: Record<string, unknown> = {}) => ({ type: 'data_table', caption: 'Questions', rows, ...extra });
+const messages = (blocks: unknown[]) => validateBlocks(blocks, 'message').map((p) => p.message);
+
+describe('fake Slack: data_table', () => {
+  it('takes a valid table', () => {
+    expect(messages([table([[cell('a'), cell('b')], [cell('1'), { type: 'raw_number', value: 2 }]], { page_size: 10 })])).toEqual([]);
+  });
+
+  it('refuses each documented violation', () => {
+    const row = [cell('x')];
+    expect(messages([table([row])])).toEqual([expect.stringContaining('header row and 1 to 100 rows')]);
+    expect(messages([table(Array.from({ length: 102 }, () => row))])).toEqual([expect.stringContaining('1 to 100 rows')]);
+    expect(messages([table([Array.from({ length: 21 }, () => cell('h')), Array.from({ length: 21 }, () => cell('v'))])]).join()).toContain('1 to 20 columns');
+    expect(messages([table([[cell('a'), cell('b')], [cell('1')]])])).toEqual([expect.stringContaining('same number of cells')]);
+    expect(messages([table([row, [cell('')]])])).toEqual([expect.stringContaining('at least 1 character')]);
+    expect(messages([table([[{ type: 'rich_text', elements: [] }], row])])).toEqual([expect.stringContaining('header cells cannot be rich_text')]);
+    expect(messages([table([row, row], { page_size: 101 })])).toEqual([expect.stringContaining('page_size')]);
+    expect(messages([{ type: 'data_table', rows: [row, row] }])).toEqual([expect.stringContaining('caption is required')]);
+    const big = Array.from({ length: 101 }, () => [cell('y'.repeat(100))]);
+    expect(messages([table(big)]).join()).toContain('at most 10000 characters');
+  });
+
+  it('counts the cells of every table of a message toward 10,000 characters', () => {
+    const rows = Array.from({ length: 60 }, () => [cell('z'.repeat(100))]);
+    expect(messages([{ type: 'table', rows }, table(rows)]).join()).toContain('table cells of one message must total at most 10000');
+  });
+
+  it('refuses block types the workspace does not take', () => {
+    const problems = validateBlocks([table([[cell('a')], [cell('b')]])], 'message', '/blocks', ['data_table']);
+    expect(problems).toEqual([{ pointer: '/blocks/0/type', message: 'unsupported type: data_table' }]);
+  });
+});
