@@ -22,6 +22,7 @@ type Block = {
   elements?: Array<{ type: string; text?: string | { text: string } }>;
   rows?: Array<Array<{ text: string }>>;
   caption?: string;
+  title?: string;
 };
 
 function renderTable(rows: Array<Array<{ text: string }>>): string {
@@ -50,6 +51,8 @@ export function renderMessage(message: FakeMessage): string {
           return (b.elements ?? []).map((e) => `  > ${shown(typeof e.text === 'string' ? e.text : (e.text?.text ?? ''))}`).join('\n');
         case 'table':
           return renderTable(b.rows ?? []);
+        case 'data_visualization':
+          return `  (bar chart: ${b.title ?? ''})`;
         case 'data_table':
           return `  ${b.caption ?? ''}\n${renderTable(b.rows ?? [])}`;
         case 'actions':

@@ -1,4 +1,4 @@
-// The fake Slack refuses the data tables Slack's docs say it refuses, and the blocks a workspace does not take.
+// The fake Slack refuses the data tables and charts Slack's docs say it refuses, and the blocks a workspace does not take.
 import { describe, expect, it } from 'vitest';
 import { validateBlocks } from '../kit/fakes/slack/index.js';
 
@@ -33,5 +33,28 @@ describe('fake Slack: data_table', () => {
   it('refuses block types the workspace does not take', () => {
     const problems = validateBlocks([table([[cell('a')], [cell('b')]])], 'message', '/blocks', ['data_table']);
     expect(problems).toEqual([{ pointer: '/blocks/0/type', message: 'unsupported type: data_table' }]);
+  });
+});
+
+describe('fake Slack: data_visualization', () => {
+  const bar = (categories: string[], series: Array<{ name: string; data: Array<{ label: string; value: number }> }>, title = 'Accuracy') => ({
+    type: 'data_visualization',
+    title,
+    chart: { type: 'bar', series, axis_config: { categories } },
+  });
+  const ok = bar(['All', 'math'], [{ name: 'Before', data: [{ label: 'All', value: 50 }, { label: 'math', value: 40 }] }]);
+
+  it('takes a valid bar chart, two per message at most', () => {
+    expect(messages([ok])).toEqual([]);
+    expect(messages([ok, ok, ok]).join()).toContain('at most two data_visualization');
+  });
+
+  it('refuses each documented violation', () => {
+    expect(messages([bar(['All'], [{ name: 'B', data: [{ label: 'All', value: 1 }] }], 't'.repeat(51))]).join()).toContain('title must be at most 50');
+    expect(messages([bar(['x'.repeat(21)], [{ name: 'B', data: [{ label: 'x'.repeat(21), value: 1 }] }])]).join()).toContain('category label must be at most 20');
+    expect(messages([bar(['All'], [{ name: 'B', data: [{ label: 'Other', value: 1 }] }])]).join()).toContain('one of the axis categories');
+    const seven = Array.from({ length: 7 }, (_, i) => ({ name: `s${i}`, data: [{ label: 'All', value: 1 }] }));
+    expect(messages([bar(['All'], seven)]).join()).toContain('1 to 6 series');
+    expect(messages([bar(['All'], [{ name: 'B', data: [] }, { name: 'B', data: [] }])]).join()).toContain('unique');
   });
 });

@@ -1,7 +1,8 @@
 // The accuracy chart: its figures come from the comparison, and it renders to a real PNG without a browser.
 import { describe, expect, it } from 'vitest';
 import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
-import { accuracyChart, CHART_MAX_CATEGORIES } from '../../src/slack/chart/accuracy-chart.js';
+import { accuracyChart, accuracyChartBlock, CHART_MAX_CATEGORIES } from '../../src/slack/chart/accuracy-chart.js';
+import { validateBlocks } from '../kit/fakes/slack/index.js';
 import { renderAccuracyChart } from '../../src/slack/chart/render.js';
 
 function runs(n: number, categories: number) {
@@ -36,6 +37,24 @@ describe('accuracy chart', () => {
     expect(new Set(chart.bars.map((b) => b.group)).size).toBe(1 + CHART_MAX_CATEGORIES);
     expect(chart.moreCategories).toBe(20 - CHART_MAX_CATEGORIES);
     expect(chart.title).toContain(`+${20 - CHART_MAX_CATEGORIES} more categories`);
+  });
+
+  it("as Slack's bar chart: the same rates, labels cut to 20 characters and kept distinct, within its limits", () => {
+    const before: QuestionOutcome[] = [];
+    const after: QuestionOutcome[] = [];
+    for (let i = 0; i < 300; i += 1) {
+      const category = `a very long category name ${i % 3}`;
+      before.push({ questionId: `q${i}`, category, correct: i % 3 === 0 });
+      after.push({ questionId: `q${i}`, category, correct: i % 2 === 0 });
+    }
+    const chart = accuracyChart(compareRuns({ before, after }), { before: 'base', after: 'ft' });
+    const block = accuracyChartBlock(chart);
+    expect(validateBlocks([block], 'message')).toEqual([]);
+    const categories = block.chart.axis_config.categories;
+    expect(new Set(categories).size).toBe(4);
+    expect(categories.every((c) => c.length <= 20)).toBe(true);
+    expect(block.chart.series.map((s) => s.name)).toEqual(['Before', 'After']);
+    expect(block.chart.series[1]!.data[0]!.value).toBeCloseTo(chart.bars[1]!.rate, 1);
   });
 
   it('renders a 2,000-question comparison to a real PNG', async () => {

@@ -86,6 +86,7 @@ describe('delivering a comparison', () => {
     const [verdict, chart, ...rest] = s.inThread();
     expect(rest).toEqual([]);
     expect(blockTypes(verdict!)).toContain('data_table');
+    expect(blockTypes(verdict!)).toContain('data_visualization');
     expect(await s.level()).toBe('full');
     expect(chart!.files).toHaveLength(1);
     expect(chart!.text).toMatch(/^<@UOWNER> Accuracy before/);
@@ -136,6 +137,16 @@ describe('delivering a comparison', () => {
     expect(s.slack.callsTo('files.completeUploadExternal')).toHaveLength(1);
   });
 
+  it("Slack's bar chart refused: the same message without it, the data table kept", async () => {
+    const s = await setup({ refuseBlockTypes: ['data_visualization'] });
+    await s.poster.deliverPending(TEAM, s.chat.id);
+    const types = blockTypes(s.verdict());
+    expect(types).toContain('data_table');
+    expect(types).not.toContain('data_visualization');
+    expect(await s.level()).toBe('no_chart_block');
+    expect(s.inThread().filter((m) => m.files)).toHaveLength(1);
+  });
+
   it('data_table refused: the questions as text, the summary table kept', async () => {
     const s = await setup({ refuseBlockTypes: ['data_table'] });
     await s.poster.deliverPending(TEAM, s.chat.id);
@@ -144,7 +155,8 @@ describe('delivering a comparison', () => {
     expect(types).not.toContain('data_table');
     expect(JSON.stringify(s.verdict().blocks)).toContain('Questions that changed');
     expect(await s.level()).toBe('questions_as_text');
-    expect(s.slack.callsTo('chat.postMessage').map((c) => c.response)).toMatchObject([{ ok: false, error: 'invalid_blocks' }, { ok: true }]);
+    // The first two levels both carry the data table; the third takes.
+    expect(s.slack.callsTo('chat.postMessage').map((c) => c.response)).toMatchObject([{ ok: false, error: 'invalid_blocks' }, { ok: false, error: 'invalid_blocks' }, { ok: true }]);
     expect(s.inThread().filter((m) => m.files)).toHaveLength(1);
   });
 
@@ -163,7 +175,7 @@ describe('delivering a comparison', () => {
     expect(s.verdict().blocks ?? []).toEqual([]);
     expect(s.verdict().text).toContain('<@UOWNER> Here is the comparison.');
     expect(await s.level()).toBe('plain');
-    expect(s.slack.callsTo('chat.postMessage')).toHaveLength(4);
+    expect(s.slack.callsTo('chat.postMessage')).toHaveLength(5);
     expect(s.inThread().filter((m) => m.files)).toHaveLength(1);
   });
 });

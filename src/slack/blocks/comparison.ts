@@ -13,6 +13,7 @@ import type { KnownBlock, RawTextElement } from '@slack/types';
 import type { ComparisonPart, CostFigures, CostLine } from '../../agent/reply.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
 import { escapeMrkdwn, truncateMrkdwn } from '../mrkdwn.js';
+import { accuracyChart, accuracyChartBlock } from '../chart/accuracy-chart.js';
 import { buildQuestionTable, questionChangesText, type DataTableBlock } from './question-table.js';
 
 const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
@@ -166,9 +167,13 @@ function questionBlocks(part: ComparisonPart, shown: QuestionsShown, summaryRows
 /**
  * The comparison's blocks: header, verdict, table, notes, the questions that changed, cost.
  * `tableAllowed` is false when the message already holds a table (Slack allows one): the table is
- * then shown as text. `questions` says how the questions that changed are shown (default: a data table).
+ * then shown as text. `questions` says how the questions that changed are shown (default: a data table);
+ * `chartBlock` adds Slack's bar chart of the accuracies (the renderer asks for it at its first level).
  */
-export function buildComparisonBlocks(part: ComparisonPart, options: { tableAllowed?: boolean; questions?: QuestionsShown } = {}): KnownBlock[] {
+export function buildComparisonBlocks(
+  part: ComparisonPart,
+  options: { tableAllowed?: boolean; questions?: QuestionsShown; chartBlock?: boolean } = {},
+): KnownBlock[] {
   const { comparison } = part;
   const v = comparison.verdict;
   const rows = comparisonRows(comparison);
@@ -204,7 +209,10 @@ export function buildComparisonBlocks(part: ComparisonPart, options: { tableAllo
   for (const note of notes.filter(Boolean)) {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.contextText) }] });
   }
-  // Slack's data table is not in @slack/types 3.2: it travels with the known blocks as they are.
+  // Slack's bar chart and data table are not in @slack/types 3.2: they travel with the known blocks as they are.
+  if (options.chartBlock && comparison.overall.questions > 0) {
+    blocks.push(accuracyChartBlock(accuracyChart(comparison, { before: part.before.modelId, after: part.after.modelId })) as unknown as KnownBlock);
+  }
   blocks.push(...(questionBlocks(part, options.questions ?? 'table', options.tableAllowed === false ? null : rows) as KnownBlock[]));
   blocks.push(costBlock(part.cost));
   return blocks;

@@ -187,13 +187,14 @@ export function capBlocks<B>(blocks: readonly B[], max: number = SLACK_LIMITS.bl
 /**
  * How rich a message is, from what Slack takes first down to what it always takes. The poster steps
  * down one level each time Slack answers invalid_blocks (src/slack/poster.ts).
- * - `full`: every block (the questions that changed in a data table);
+ * - `full`: every block (Slack's bar chart of the accuracies, the questions that changed in a data table);
+ * - `no_chart_block`: the same without the bar chart (the PNG in the thread shows it);
  * - `questions_as_text`: the questions as text, the summary table kept;
  * - `all_text`: no table block at all, every table as text;
  * - `plain`: the text alone, no blocks.
  */
-export type RenderLevel = 'full' | 'questions_as_text' | 'all_text' | 'plain';
-export const RENDER_LEVELS: readonly RenderLevel[] = ['full', 'questions_as_text', 'all_text', 'plain'];
+export type RenderLevel = 'full' | 'no_chart_block' | 'questions_as_text' | 'all_text' | 'plain';
+export const RENDER_LEVELS: readonly RenderLevel[] = ['full', 'no_chart_block', 'questions_as_text', 'all_text', 'plain'];
 
 /**
  * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
@@ -221,7 +222,8 @@ export function renderReply(
         blocks.push(
           ...buildComparisonBlocks(part, {
             tableAllowed: level !== 'all_text' && tables < SLACK_LIMITS.tablesPerMessage,
-            questions: level === 'full' ? 'table' : 'text',
+            questions: level === 'full' || level === 'no_chart_block' ? 'table' : 'text',
+            chartBlock: level === 'full',
           }),
         );
         tables += 1;

@@ -25,6 +25,15 @@ const LABEL_MAX = 24;
 
 const label = (text: string) => (text.length <= LABEL_MAX ? text : `${text.slice(0, LABEL_MAX - 1)}…`);
 
+/** `text` cut to `max` characters, with "~2", "~3"... when the cut makes it equal to one in `used` (which it joins). */
+function distinctLabel(text: string, max: number, used: Set<string>): string {
+  const cut = text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  let candidate = cut;
+  for (let n = 2; used.has(candidate); n += 1) candidate = `${cut.slice(0, max - String(n).length - 1)}~${n}`;
+  used.add(candidate);
+  return candidate;
+}
+
 function barsOf(group: string, before: Proportion, after: Proportion, questions: number): ChartBar[] {
   const bars: ChartBar[] = [];
   for (const [run, p] of [['Before', before], ['After', after]] as const) {
@@ -37,9 +46,12 @@ function barsOf(group: string, before: Proportion, after: Proportion, questions:
 /** The chart of a comparison: "All questions" first, then the categories (when there are several), by name. */
 export function accuracyChart(comparison: Comparison, models: { before: string; after: string }): AccuracyChart {
   const o = comparison.overall;
-  const bars = barsOf(`All (${o.questions})`, o.accuracyBefore, o.accuracyAfter, o.questions);
+  const used = new Set<string>();
+  const bars = barsOf(distinctLabel(`All (${o.questions})`, LABEL_MAX + 10, used), o.accuracyBefore, o.accuracyAfter, o.questions);
   const categories = comparison.categories.length > 1 ? comparison.categories : [];
-  for (const c of categories.slice(0, CHART_MAX_CATEGORIES)) bars.push(...barsOf(`${label(c.category)} (${c.questions})`, c.accuracyBefore, c.accuracyAfter, c.questions));
+  for (const c of categories.slice(0, CHART_MAX_CATEGORIES)) {
+    bars.push(...barsOf(distinctLabel(`${label(c.category)} (${c.questions})`, LABEL_MAX + 10, used), c.accuracyBefore, c.accuracyAfter, c.questions));
+  }
   const moreCategories = Math.max(0, categories.length - CHART_MAX_CATEGORIES);
   const what = comparison.scoring === 'graded' ? 'Full marks' : 'Accuracy';
   const title = `${what} before (${label(models.before)}) and after (${label(models.after)}), 95% CI${moreCategories > 0 ? ` (+${moreCategories} more categories)` : ''}`;
@@ -129,4 +141,37 @@ export function accuracyChartText(chart: AccuracyChart): string {
   for (const b of chart.bars) byGroup.set(b.group, [...(byGroup.get(b.group) ?? []), b]);
   const lines = [...byGroup].map(([group, bars]) => `${group}: ${bars.map((b) => `${b.run.toLowerCase()} ${b.rate.toFixed(1)}% (${b.lower.toFixed(1)}–${b.upper.toFixed(1)})`).join(', ')}`);
   return [chart.title, ...lines].join('\n');
+}
+
+/** Slack's data visualization block (docs: reference/block-kit/blocks/data-visualization-block); not in @slack/types 3.2. */
+export interface DataVisualizationBlock {
+  type: 'data_visualization';
+  title: string;
+  chart: {
+    type: 'bar';
+    series: Array<{ name: string; data: Array<{ label: string; value: number }> }>;
+    axis_config: { categories: string[]; x_label?: string; y_label?: string };
+  };
+}
+
+/** Slack's documented limits of that block: title and axis labels 50 characters, category labels 20. */
+export const CHART_BLOCK_LIMITS = { title: 50, axisLabel: 50, categoryLabel: 20, series: 6, categories: 20 } as const;
+
+/**
+ * The chart as Slack's own bar chart (no intervals: the PNG in the thread has them). Category labels
+ * are cut to 20 characters and kept distinct.
+ */
+export function accuracyChartBlock(chart: AccuracyChart): DataVisualizationBlock {
+  const groups = [...new Set(chart.bars.map((b) => b.group))].slice(0, CHART_BLOCK_LIMITS.categories);
+  const used = new Set<string>();
+  const labels = new Map(groups.map((group) => [group, distinctLabel(group, CHART_BLOCK_LIMITS.categoryLabel, used)]));
+  const series = (['Before', 'After'] as const).map((run) => ({
+    name: run,
+    data: groups.map((group) => ({ label: labels.get(group)!, value: Math.round((chart.bars.find((b) => b.group === group && b.run === run)?.rate ?? 0) * 10) / 10 })),
+  }));
+  return {
+    type: 'data_visualization',
+    title: 'Accuracy before and after (%)',
+    chart: { type: 'bar', series, axis_config: { categories: groups.map((g) => labels.get(g)!), y_label: 'percent of questions' } },
+  };
 }

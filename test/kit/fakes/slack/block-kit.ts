@@ -206,6 +206,42 @@ function dataTable(c: Checker, block: Obj, p: string): number {
 }
 
 /**
+ * Slack's data visualization block (docs: reference/block-kit/blocks/data-visualization-block): a
+ * title of at most 50 characters and a pie, bar, area or line chart; bar/area/line: 1-6 series with
+ * distinct names whose labels are axis categories (at most 20 characters each), axis labels at most 50.
+ */
+function dataVisualization(c: Checker, block: Obj, p: string): void {
+  if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'data_visualization title is required');
+  c.maxLength(block.title, `${p}/title`, 'data_visualization title', 50);
+  const chart = isObj(block.chart) ? block.chart : undefined;
+  if (!chart || !['pie', 'bar', 'area', 'line'].includes(String(chart.type))) return c.add(`${p}/chart`, 'data_visualization chart must be a pie, bar, area or line chart');
+  if (chart.type === 'pie') return;
+  const axis = isObj(chart.axis_config) ? chart.axis_config : undefined;
+  const categories = Array.isArray(axis?.categories) ? (axis.categories as unknown[]) : undefined;
+  if (!categories || categories.length === 0) return c.add(`${p}/chart/axis_config/categories`, 'axis_config categories are required');
+  categories.forEach((cat, i) => {
+    if (typeof cat !== 'string') c.add(`${p}/chart/axis_config/categories/${i}`, 'a category must be a string');
+    else c.maxLength(cat, `${p}/chart/axis_config/categories/${i}`, 'category label', 20);
+  });
+  c.maxLength(axis?.x_label, `${p}/chart/axis_config/x_label`, 'x_label', 50);
+  c.maxLength(axis?.y_label, `${p}/chart/axis_config/y_label`, 'y_label', 50);
+  const series = Array.isArray(chart.series) ? (chart.series as unknown[]) : [];
+  if (series.length < 1 || series.length > 6) c.add(`${p}/chart/series`, `a chart must have 1 to 6 series (got ${series.length})`);
+  const names = new Set<string>();
+  series.forEach((item, i) => {
+    const sp = `${p}/chart/series/${i}`;
+    if (!isObj(item) || typeof item.name !== 'string') return c.add(sp, 'a series needs a name');
+    if (names.has(item.name)) c.add(`${sp}/name`, `series names must be unique (${item.name})`);
+    names.add(item.name);
+    if (!Array.isArray(item.data)) return c.add(`${sp}/data`, 'a series needs data');
+    item.data.forEach((point: unknown, j) => {
+      if (!isObj(point) || typeof point.value !== 'number' || !Number.isFinite(point.value)) c.add(`${sp}/data/${j}`, 'a data point needs a finite value');
+      else if (!categories.includes(point.label)) c.add(`${sp}/data/${j}/label`, `a data point's label must be one of the axis categories (got ${String(point.label)})`);
+    });
+  });
+}
+
+/**
  * Checks blocks against the Block Kit limits Slack enforces and returns every problem found
  * (an empty list means Slack would accept them). `basePointer` names the argument, e.g. `/blocks`.
  * `refusedTypes`: block types this workspace's Slack does not take (answered like an unknown type).
@@ -223,6 +259,7 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
   const blockIds = new Set<string>();
   let markdownChars = 0;
   let tables = 0;
+  let charts = 0;
   // Slack's data table doc: all table cells of one message total at most 10,000 characters (table blocks counted too).
   let tableCellChars = 0;
   blocks.forEach((block: unknown, i) => {
@@ -320,10 +357,15 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
       case 'data_table':
         tableCellChars += dataTable(c, block, p);
         break;
+      case 'data_visualization':
+        charts += 1;
+        dataVisualization(c, block, p);
+        break;
       default:
         break;
     }
   });
+  if (charts > 2) c.add(basePointer, `at most two data_visualization blocks are allowed per message (got ${charts})`);
   if (surface === 'message' && tableCellChars > 10_000) {
     c.add(basePointer, `table cells of one message must total at most 10000 characters (got ${tableCellChars})`);
   }
