@@ -204,6 +204,11 @@ const ENGINE_ENV = {
     INFERENCE_TIMEOUT_MS: positiveInt(120_000).refine((v) => v >= 1, { message: 'must be at least 1' }),
     RUN_CREDITS_PER_1K_TOKENS: positiveNumber(0.1),
     TRAINER_PYTHON: optionalString,
+    TRAINER_DEVICE: optionalString
+      .refine((v) => v === undefined || ['auto', 'cpu', 'cuda'].includes(v), {
+        message: 'must be auto, cpu or cuda (where the bundled trainer computes; auto = cuda when torch finds a GPU)',
+      })
+      .transform((v) => (v ?? 'auto') as 'auto' | 'cpu' | 'cuda'),
     TRAINING_CREDITS_PER_1K_TOKENS: positiveNumber(1),
     TRAINING_TOKENS_PER_SECOND: positiveNumber(500),
     TRAINING_LEARNING_RATE: optionalString
@@ -421,6 +426,7 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     timeoutMs: e.INFERENCE_TIMEOUT_MS,
     runCreditsPer1kTokens: e.RUN_CREDITS_PER_1K_TOKENS,
     trainerPython: e.TRAINER_PYTHON,
+    trainerDevice: e.TRAINER_DEVICE,
     trainingCreditsPer1kTokens: e.TRAINING_CREDITS_PER_1K_TOKENS,
     trainingTokensPerSecond: e.TRAINING_TOKENS_PER_SECOND,
     trainingLearningRate: e.TRAINING_LEARNING_RATE,
@@ -463,6 +469,8 @@ export interface EngineConfig {
   runCreditsPer1kTokens: number;
   /** A python with torch for the bundled trainer; unset = `python3`, then `/usr/bin/python3`. */
   trainerPython: string | undefined;
+  /** `TRAINER_DEVICE`: where the bundled trainer computes (here and as Ray jobs). */
+  trainerDevice: 'auto' | 'cpu' | 'cuda';
   /** Price of a real training per 1,000 trained tokens (dataset tokens x epochs). */
   trainingCreditsPer1kTokens: number;
   /** Expected training speed in trained tokens a second, for the estimate before launch. */

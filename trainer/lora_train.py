@@ -8,7 +8,8 @@ Usage:
 
 The spec (JSON): jobId, baseModelPath, tokensPath (JSONL, one {"prompt": [ids], "completion": [ids]}
 a line; loss on the completion ids only), adapterPath, threads, hyperparameters {rank, alpha,
-targetModules, epochs, learningRate}, optional batchSize, seed.
+targetModules, epochs, learningRate}, optional batchSize, seed, device (auto | cpu | cuda; default
+auto), peftAdapterDir (where the Hugging Face PEFT folder goes too) and baseModelName (written in it).
 """
 
 import argparse
@@ -23,6 +24,7 @@ import time
 DEFAULTS = {"rank": 4, "alpha": 8, "targetModules": ["attn_q", "attn_v", "attn_output", "ffn_down"],
             "epochs": 3, "learningRate": 3e-3}
 DEFAULT_BATCH_SIZE = 4
+DEVICES = ("auto", "cpu", "cuda")
 
 
 def emit(event):
@@ -86,7 +88,24 @@ def load_spec(path):
     spec["threads"] = max(1, int(spec.get("threads") or 1))
     spec["batchSize"] = max(1, int(spec.get("batchSize") or DEFAULT_BATCH_SIZE))
     spec["seed"] = int(spec.get("seed") or 0)
+    spec["device"] = spec.get("device") or "auto"
+    if spec["device"] not in DEVICES:
+        raise SpecError("device must be one of %s, got %r (TRAINER_DEVICE)" % (", ".join(DEVICES), spec["device"]))
+    for key in ("peftAdapterDir", "baseModelName"):
+        if spec.get(key) is not None and (not isinstance(spec[key], str) or not spec[key]):
+            raise SpecError("%s must be a non-empty string when given" % key)
     return spec
+
+
+def pick_device(torch, wanted):
+    """cuda when asked (refused clearly when torch sees none), cpu when asked, else cuda if torch has it."""
+    has_cuda = bool(torch.cuda.is_available())
+    if wanted == "cuda" and not has_cuda:
+        built = getattr(torch.version, "cuda", None)
+        why = ("this torch was built without CUDA" if not built
+               else "torch (built for CUDA %s) finds no usable GPU or driver" % built)
+        raise SpecError("TRAINER_DEVICE=cuda, but %s (torch %s); set TRAINER_DEVICE=cpu or auto" % (why, torch.__version__))
+    return "cuda" if wanted == "cuda" or (wanted == "auto" and has_cuda) else "cpu"
 
 
 def load_examples(path, vocab_size):
@@ -118,6 +137,7 @@ def train(spec, parent):
     import torch
     from gguf import GgufFile, write_gguf
     from model import LINEAR_NAMES, LlamaModel
+    from peft_folder import adapter_config, peft_tensors, write_peft_folder
 
     started = time.time()
     torch.set_num_threads(spec["threads"])
@@ -128,8 +148,10 @@ def train(spec, parent):
     if unknown:
         raise SpecError("unknown target module(s) %s; choose from %s" % (", ".join(unknown), ", ".join(LINEAR_NAMES)))
 
+    device = pick_device(torch, spec["device"])
+    emit({"type": "started", "device": device, "torch": torch.__version__})
     base = GgufFile(spec["baseModelPath"])
-    model = LlamaModel(base)
+    model = LlamaModel(base).to(device)
     vocab = model.tok_embd.shape[0]
     examples = load_examples(spec["tokensPath"], vocab)
     context = int(base.get("%s.context_length" % model.arch, 0) or 0)
@@ -142,7 +164,7 @@ def train(spec, parent):
     targets = []
     for full, short, module in model.linears():
         if short in hp["targetModules"]:
-            module.add_lora(hp["rank"], float(hp["alpha"]), generator)
+            module.add_lora(hp["rank"], float(hp["alpha"]), generator, device)
             params += [module.lora_a, module.lora_b]
             targets.append((full, module))
     optimizer = torch.optim.AdamW(params, lr=float(hp["learningRate"]), weight_decay=0.0)
@@ -168,6 +190,7 @@ def train(spec, parent):
                 tokens[row, :len(ids)] = torch.tensor(ids)
                 # position t predicts token t+1: the completion's tokens are the labels.
                 labels[row, len(p) - 1:len(ids) - 1] = torch.tensor(c)
+            tokens, labels = tokens.to(device), labels.to(device)
             logits = model(tokens)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
                                                      ignore_index=-100)
@@ -181,9 +204,14 @@ def train(spec, parent):
         epoch_losses.append(sum(losses) / len(losses))
 
     tensors = {}
+    loras = []
     for full, module in targets:
-        tensors[full + ".weight.lora_a"] = module.lora_a.detach().numpy()
-        tensors[full + ".weight.lora_b"] = module.lora_b.detach().numpy()
+        a = module.lora_a.detach().cpu().numpy()
+        b = module.lora_b.detach().cpu().numpy()
+        tensors[full + ".weight.lora_a"] = a
+        tensors[full + ".weight.lora_b"] = b
+        _, layer, short = full.split(".")
+        loras.append((int(layer), short, a, b))
     kv = {
         "general.architecture": model.arch,
         "general.type": "adapter",
@@ -199,8 +227,15 @@ def train(spec, parent):
             os.unlink(os.path.join(adapter_dir, name))
     if not parent_alive(parent):
         os._exit(3)
+    peft_dir = spec.get("peftAdapterDir")
+    if peft_dir:
+        # Before the GGUF: the GGUF's presence is what says the adapter is complete.
+        config = adapter_config(hp["rank"], hp["alpha"], sorted({short for _, short, _, _ in loras}),
+                                spec.get("baseModelName") or str(base.get("general.name") or ""))
+        write_peft_folder(peft_dir, config, peft_tensors(model.arch, model.n_head, model.n_head_kv, loras))
     write_gguf(spec["adapterPath"], kv, tensors)
-    emit({"type": "completed", "adapterPath": spec["adapterPath"],
+    emit({"type": "completed", "adapterPath": spec["adapterPath"], "device": device,
+          **({"peftAdapterDir": peft_dir} if peft_dir else {}),
           "metrics": {"finalLoss": round(epoch_losses[-1], 6), "steps": step,
                       "seconds": round(time.time() - started, 3)}})
 
@@ -230,7 +265,7 @@ def generate(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="LoRA trainer for GGUF models (PyTorch, CPU)")
+    parser = argparse.ArgumentParser(description="LoRA trainer for GGUF models (PyTorch, CPU or CUDA)")
     parser.add_argument("--spec")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--generate", action="store_true")
@@ -245,7 +280,8 @@ def main():
     if args.check:
         import numpy
         import torch
-        print(json.dumps({"torch": torch.__version__, "numpy": numpy.__version__}))
+        print(json.dumps({"torch": torch.__version__, "numpy": numpy.__version__,
+                          "cuda": bool(torch.cuda.is_available())}))
         return 0
     if args.generate:
         generate(args)

@@ -25,13 +25,14 @@ class LoraLinear(torch.nn.Module):
         self.lora_b = None
         self.scale = 0.0
 
-    def add_lora(self, rank, alpha, generator):
+    def add_lora(self, rank, alpha, generator, device="cpu"):
         out_features, in_features = self.weight.shape
         a = torch.empty(rank, in_features)
         bound = 1.0 / math.sqrt(in_features)
+        # Drawn on the CPU generator whatever the device: the same seed gives the same adapter.
         a.uniform_(-bound, bound, generator=generator)
-        self.lora_a = torch.nn.Parameter(a)
-        self.lora_b = torch.nn.Parameter(torch.zeros(out_features, rank))
+        self.lora_a = torch.nn.Parameter(a.to(device))
+        self.lora_b = torch.nn.Parameter(torch.zeros(out_features, rank, device=device))
         self.scale = alpha / rank
 
     def set_lora(self, a, b, alpha):
@@ -135,8 +136,9 @@ class LlamaModel(torch.nn.Module):
     def forward(self, tokens):
         """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0."""
         batch, seq = tokens.shape
-        positions = torch.arange(seq)
-        mask = torch.full((seq, seq), float("-inf")).triu(1)
+        device = tokens.device
+        positions = torch.arange(seq, device=device)
+        mask = torch.full((seq, seq), float("-inf"), device=device).triu(1)
         x = self.tok_embd[tokens]
         rep = self.n_head // self.n_head_kv
         for layer in self.layers:
@@ -162,7 +164,7 @@ class LlamaModel(torch.nn.Module):
         ids = list(tokens)
         out = []
         for _ in range(max_tokens):
-            logits = self.forward(torch.tensor([ids]))[0, -1]
+            logits = self.forward(torch.tensor([ids], device=self.tok_embd.device))[0, -1]
             nxt = int(torch.argmax(logits))
             if eos is not None and nxt == eos:
                 break

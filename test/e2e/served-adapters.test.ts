@@ -86,11 +86,12 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
     const training = (await sql<{ adapter_path: string; trainer: string }>`select adapter_path, trainer from sandbox.trainings`.execute(h.db.db)).rows[0]!;
     expect(training.trainer).toMatch(/^PyTorch LoRA/);
 
-    // The adapter was loaded on the server under the trained model's name, from the file the trainer wrote.
+    // The adapter was loaded on the server under the trained model's name, from the folder the trainer wrote.
     const loadRoute = kind === 'vllm' ? '/v1/load_lora_adapter' : '/load_lora_adapter';
     const loads = fake.requests.filter((r) => r.path === loadRoute && r.status === 200);
     expect(loads.length).toBe(2); // at completion of the training, and again after the server forgot it
-    for (const load of loads) expect(load.body).toEqual({ lora_name: trained, lora_path: training.adapter_path });
+    // vLLM and SGLang are sent the PEFT folder the trainer wrote beside the GGUF adapter.
+    for (const load of loads) expect(load.body).toEqual({ lora_name: trained, lora_path: training.adapter_path.replace(/\.gguf$/, '.peft') });
 
     // Every question of the baseline went to the base; every question of the trained model's run named the adapter.
     // (A request in flight when the server restarted may fail on the generator and be asked again: count the answered ones.)

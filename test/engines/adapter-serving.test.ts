@@ -1,5 +1,5 @@
 // Trained adapters served on vLLM and SGLang (their fakes, real HTTP): loaded the server's way, named in each request, reloaded after a restart, faults retried.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,12 +20,32 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
 
-async function adapterFile(): Promise<string> {
+/** A safetensors file of one rank-1 PEFT tensor pair for layer 0's q_proj (8-byte length, JSON header, data). */
+function safetensors(names: string[]): Buffer {
+  const data = Buffer.alloc(names.length * 8 * 4);
+  const header: Record<string, unknown> = {};
+  names.forEach((name, i) => (header[name] = { dtype: 'F32', shape: [1, 8], data_offsets: [i * 32, (i + 1) * 32] }));
+  const json = Buffer.from(JSON.stringify(header).padEnd(Math.ceil(JSON.stringify(header).length / 8) * 8, ' '));
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([length, json, data]);
+}
+
+const PEFT_TENSORS = ['base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight', 'base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight'];
+
+/** An adapter as the bundled trainer leaves it: `trn_3001.gguf` and its PEFT folder `trn_3001.peft/` beside it. */
+async function adapterFile(tensors = PEFT_TENSORS): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-adapters-'));
   const file = path.join(dir, 'trn_3001.gguf');
   await writeFile(file, 'adapter bytes');
+  const peft = path.join(dir, 'trn_3001.peft');
+  await mkdir(peft);
+  await writeFile(path.join(peft, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 1, lora_alpha: 2, target_modules: ['q_proj'], bias: 'none' }));
+  await writeFile(path.join(peft, 'adapter_model.safetensors'), safetensors(tensors));
   return file;
 }
+
+const peftOf = (file: string) => file.replace(/\.gguf$/, '.peft');
 
 function client(root: string, extra: Partial<AdapterServingOptions> = {}) {
   const inference = createOpenAiInference({ baseUrl: root, label: 'test', retries: 3, retryBaseDelayMs: 10, maxRetryDelayMs: 2_000 });
@@ -44,7 +64,7 @@ describe('vLLM', () => {
     expect(await c.adapters.kind()).toBe('vllm');
     await c.adapters.load({ name: ADAPTER, path: file, baseModelId: BASE });
     const loads = vllm.requests.filter((r) => r.path === '/v1/load_lora_adapter');
-    expect(loads.map((r) => r.body)).toEqual([{ lora_name: ADAPTER, lora_path: file }]);
+    expect(loads.map((r) => r.body)).toEqual([{ lora_name: ADAPTER, lora_path: peftOf(file) }]);
     // A second load (another process, a restart of ours) answers 400 "already been loaded": that is loaded.
     await createAdapterServing({ baseUrl: vllm.root }).load({ name: ADAPTER, path: file, baseModelId: BASE });
     expect(vllm.requests.filter((r) => r.path === '/v1/load_lora_adapter').map((r) => r.status)).toEqual([200, 400]);
@@ -120,17 +140,54 @@ describe('vLLM', () => {
     );
     const on = await startFakeVllm({ model: BASE, generator: scriptedGenerator(answer) });
     servers.push(on);
-    await expect(client(on.root).adapters.load({ name: ADAPTER, path: '/nowhere/trn_1.gguf', baseModelId: BASE })).rejects.toThrow(
-      /could not load adapter ft\/Qwen2.5-0.5B-Instruct-lora-3001 \(\/nowhere\/trn_1.gguf\): Loading lora .* No adapter found for \/nowhere\/trn_1.gguf/,
+    // The PEFT folder is where the platform wrote it, but not where the server looks: vLLM's 404, in its words.
+    await expect(client(on.root, { serverAdaptersDir: '/nowhere' }).adapters.load({ name: ADAPTER, path: file, baseModelId: BASE })).rejects.toThrow(
+      /could not load adapter ft\/Qwen2.5-0.5B-Instruct-lora-3001 \(\/nowhere\/trn_3001.peft\): Loading lora .* No adapter found for \/nowhere\/trn_3001.peft/,
     );
   });
 
-  it('INFERENCE_ADAPTERS_DIR: the path sent is the adapter file in the folder as the server sees it', async () => {
+  it('an adapter with only its GGUF (no PEFT folder) is refused by the platform before vLLM is asked, saying what is missing', async () => {
     const vllm = await startFakeVllm({ model: BASE, generator: scriptedGenerator(answer) });
     servers.push(vllm);
     const file = await adapterFile();
-    await client(vllm.root, { serverAdaptersDir: path.dirname(file) }).adapters.load({ name: ADAPTER, path: '/platform/models/adapters/trn_3001.gguf', baseModelId: BASE });
-    expect(vllm.requests.at(-1)!.body).toEqual({ lora_name: ADAPTER, lora_path: file });
+    await rm(peftOf(file), { recursive: true });
+    await expect(client(vllm.root).adapters.load({ name: ADAPTER, path: file, baseModelId: BASE })).rejects.toThrow(
+      /vLLM loads adapters in the Hugging Face PEFT layout, and ft\/Qwen2.5-0.5B-Instruct-lora-3001 has none: .*trn_3001.peft should hold adapter_config.json and adapter_model.safetensors/,
+    );
+    expect(vllm.requests.filter((r) => r.path === '/v1/load_lora_adapter')).toEqual([]);
+  });
+
+  it('the fake refuses, as vLLM does, a lora_path that is not a PEFT folder: a GGUF file, no config, no tensors, tensors of other modules', async () => {
+    const vllm = await startFakeVllm({ model: BASE, generator: scriptedGenerator(answer) });
+    servers.push(vllm);
+    const load = async (lora_path: string) => {
+      const response = await fetch(`${vllm.root}/v1/load_lora_adapter`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lora_name: 'x', lora_path }) });
+      const text = await response.text();
+      // vLLM answers a successful load in plain text, a refusal as {"error": {"message"}}.
+      return [response.status, response.ok ? text : (JSON.parse(text) as { error: { message: string } }).error.message] as const;
+    };
+    const file = await adapterFile();
+    expect(await load(file)).toEqual([400, `[Errno 20] Not a directory: '${file}/adapter_config.json'`]);
+    const empty = path.join(path.dirname(file), 'empty.peft');
+    await mkdir(empty);
+    expect(await load(empty)).toEqual([404, `Loading lora x failed: No adapter found for ${empty}`]);
+    await writeFile(path.join(empty, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 1, lora_alpha: 2, target_modules: ['q_proj'] }));
+    expect(await load(empty)).toEqual([400, `${empty} doesn't contain tensors`]);
+    const other = await adapterFile(['base_model.model.model.layers.0.mlp.up_proj.lora_A.weight']);
+    expect((await load(peftOf(other)))[1]).toMatch(/expected target modules in \["q_proj"\] but received .*up_proj/);
+    expect(vllm.adapters()).toEqual([]);
+    // The trainer's layout loads.
+    expect(await load(peftOf(file))).toEqual([200, "Success: LoRA adapter 'x' added successfully."]);
+  });
+
+  it('INFERENCE_ADAPTERS_DIR: the path sent is the adapter PEFT folder in the folder as the server sees it', async () => {
+    const vllm = await startFakeVllm({ model: BASE, generator: scriptedGenerator(answer) });
+    servers.push(vllm);
+    const platform = await adapterFile();
+    const asServerSees = await adapterFile();
+    await client(vllm.root, { serverAdaptersDir: path.dirname(asServerSees) }).adapters.load({ name: ADAPTER, path: platform, baseModelId: BASE });
+    expect(vllm.requests.at(-1)!.body).toEqual({ lora_name: ADAPTER, lora_path: peftOf(asServerSees) });
+    expect(vllm.requests.at(-1)!.status).toBe(200);
   });
 });
 
@@ -149,7 +206,7 @@ describe('SGLang', () => {
     const c = client(sglang.root);
     expect(await c.adapters.kind()).toBe('sglang');
     await c.adapters.load({ name: ADAPTER, path: file, baseModelId: BASE });
-    expect(sglang.requests.filter((r) => r.path === '/load_lora_adapter').map((r) => r.body)).toEqual([{ lora_name: ADAPTER, lora_path: file }]);
+    expect(sglang.requests.filter((r) => r.path === '/load_lora_adapter').map((r) => r.body)).toEqual([{ lora_name: ADAPTER, lora_path: peftOf(file) }]);
     // Loaded again: SGLang's 400 "already loaded" counts as loaded.
     await createAdapterServing({ baseUrl: sglang.root }).load({ name: ADAPTER, path: file, baseModelId: BASE });
 
@@ -175,8 +232,14 @@ describe('SGLang', () => {
   it('an adapter SGLang refuses is reported in its words', async () => {
     const sglang = await startFakeSglang({ model: BASE, generator: scriptedGenerator(answer) });
     servers.push(sglang);
-    await expect(client(sglang.root).adapters.load({ name: ADAPTER, path: '/nowhere/trn_2.gguf', baseModelId: BASE })).rejects.toThrow(
-      /SGLang at .* could not load adapter .*: No adapter found for \/nowhere\/trn_2.gguf/,
+    const file = await adapterFile();
+    await expect(client(sglang.root, { serverAdaptersDir: '/nowhere' }).adapters.load({ name: ADAPTER, path: file, baseModelId: BASE })).rejects.toThrow(
+      /SGLang at .* could not load adapter .*: Failed to load LoRA adapter .*: \[Errno 2\] No such file or directory: '\/nowhere\/trn_3001.peft'/,
     );
+    // A GGUF sent as lora_path is refused as SGLang refuses it; the PEFT folder loads.
+    const loadAnswer = async (lora_path: string) =>
+      (await fetch(`${sglang.root}/load_lora_adapter`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lora_name: 'x', lora_path }) })).json();
+    expect(await loadAnswer(file)).toMatchObject({ success: false, error_message: expect.stringMatching(/Not a directory/) });
+    expect(await loadAnswer(peftOf(file))).toMatchObject({ success: true });
   });
 });

@@ -56,6 +56,15 @@ describe('engine configuration', () => {
     );
   });
 
+  it('TRAINER_DEVICE: auto by default, cpu or cuda, anything else stops start-up naming it', () => {
+    expect(loadEngineConfig({}).trainerDevice).toBe('auto');
+    expect(loadEngineConfig({ TRAINER_DEVICE: 'cuda' }).trainerDevice).toBe('cuda');
+    expect(loadEngineConfig({ TRAINER_DEVICE: 'cpu' }).trainerDevice).toBe('cpu');
+    expect(messageOf({ TRAINER_DEVICE: 'gpu' })).toBe(
+      'Configuration error: TRAINER_DEVICE must be auto, cpu or cuda (where the bundled trainer computes; auto = cuda when torch finds a GPU)',
+    );
+  });
+
   it('passes which server INFERENCE_URL is and its adapters folder to the engine; auto by default', () => {
     const url = { INFERENCE_URL: 'http://gpu:8000' };
     expect(inferenceFromConfig(loadConfig({ ...base, ...url }).engines)).toMatchObject({ server: 'auto' });

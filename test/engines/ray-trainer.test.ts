@@ -124,6 +124,12 @@ describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)('Ray trainer on the fake cluster
     const jobSpec = JSON.parse(await readFile(path.join(s.shared, 'verdict-bot/jobs', id, 'spec.json'), 'utf8')) as Record<string, string>;
     expect(jobSpec.baseModelPath).toMatch(new RegExp(`^${s.cluster}/verdict-bot/models/stories260K-\\d+-\\d+\\.gguf$`));
     expect(jobSpec.adapterPath).toBe(`${s.cluster}/verdict-bot/jobs/${id}/adapter.gguf`);
+    // The PEFT folder (vLLM, SGLang) is written beside it on the cluster and copied back beside the GGUF; the device is TRAINER_DEVICE's default.
+    expect(jobSpec.peftAdapterDir).toBe(`${s.cluster}/verdict-bot/jobs/${id}/adapter.peft`);
+    expect(jobSpec.device).toBe('auto');
+    const peft = sp.adapterPath.replace(/\.gguf$/, '.peft');
+    expect((await readdir(peft)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    expect(JSON.parse(await readFile(path.join(peft, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', r: sp.hyperparameters.rank });
 
     const progress = events.filter((e) => e.type === 'progress');
     expect(progress.length).toBeGreaterThan(0);

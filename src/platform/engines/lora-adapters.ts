@@ -1,9 +1,11 @@
 // Serves produced LoRA adapters on the user's inference server: loads them (vLLM's or SGLang's runtime loading), names them in each request, reloads after a server restart.
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { request } from 'undici';
 import { parseRetryAfter } from '../http-client.js';
 import type { CompletionRequest, InferenceEngine } from './inference.js';
 import { InferenceError } from './inference.js';
+import { peftAdapterDir } from './trainer.js';
 import type { AdapterRegistration } from './training-supervisor.js';
 
 /**
@@ -147,9 +149,25 @@ export function createAdapterServing(options: AdapterServingOptions): AdapterSer
     return detected;
   }
 
+  /** vLLM and SGLang read the PEFT folder beside the GGUF; one this platform does not have is named before the server is asked. */
+  async function peftFolder(adapter: AdapterRegistration, server: 'vllm' | 'sglang'): Promise<string> {
+    const folder = peftAdapterDir(adapter.path);
+    const files = ['adapter_config.json', 'adapter_model.safetensors'];
+    const found = await Promise.all(files.map((name) => stat(path.join(folder, name)).then((info) => info.isFile(), () => false)));
+    if (!found.every(Boolean)) {
+      throw new AdapterLoadError(
+        `${server === 'vllm' ? 'vLLM' : 'SGLang'} loads adapters in the Hugging Face PEFT layout, and ${adapter.name} has none: ${folder} ` +
+          `should hold ${files.join(' and ')} (the bundled trainer writes them beside the GGUF adapter; an adapter trained before it did has only the GGUF: train it again)`,
+      );
+    }
+    return folder;
+  }
+
   async function loadOnce(adapter: AdapterRegistration): Promise<void> {
     const server = await kind();
-    const lora_path = options.serverAdaptersDir ? path.join(options.serverAdaptersDir, path.basename(adapter.path)) : adapter.path;
+    // The embedded llama.cpp server (and other OpenAI-compatible endpoints) load the GGUF; vLLM and SGLang the PEFT folder.
+    const local = server === 'openai' ? adapter.path : await peftFolder(adapter, server);
+    const lora_path = options.serverAdaptersDir ? path.join(options.serverAdaptersDir, path.basename(local)) : local;
     const where = `${adapter.name} (${lora_path})`;
     if (server === 'sglang') {
       const { status, text } = await send('POST', '/load_lora_adapter', { lora_name: adapter.name, lora_path });

@@ -1,4 +1,4 @@
-// The bundled trainer: LoRA with PyTorch on the CPU (trainer/lora_train.py), supervised as a child process.
+// The bundled trainer: LoRA with PyTorch on the CPU or a CUDA GPU (trainer/lora_train.py), supervised as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
@@ -10,7 +10,9 @@ import { loadCpuLlama } from './llama-cpu.js';
 import { z } from 'zod';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
+  peftAdapterDir,
   type Trainer,
+  type TrainerDevice,
   type TrainerEvent,
   type TrainerJob,
   type TrainingExample,
@@ -37,6 +39,8 @@ export interface PytorchTrainerOptions {
   llama?: Llama;
   /** Time a cancelled trainer gets after SIGTERM before SIGKILL. */
   killGraceMs?: number;
+  /** `TRAINER_DEVICE`. Default auto: CUDA when torch finds it, else the CPU. */
+  device?: TrainerDevice;
 }
 
 type Done = Extract<TrainerEvent, { type: 'completed' | 'failed' }>;
@@ -48,6 +52,7 @@ const INSTALL_HINT =
 
 /** One JSON line the bundled trainer prints on stdout. */
 export const trainerEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('started'), device: z.string(), torch: z.string().optional() }),
   z.object({
     type: z.literal('progress'),
     step: z.number().int(),
@@ -93,7 +98,12 @@ export function tokenizeExample(model: LlamaModel, example: TrainingExample): To
   return { prompt, completion };
 }
 
-async function probePython(python: string): Promise<{ ok: true } | { ok: false; why: string }> {
+/** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
+export function cudaMissingReason(python: string, torchVersion: string): string {
+  return `TRAINER_DEVICE=cuda, but the torch of ${python} (${torchVersion}) finds no CUDA GPU (a CPU-only build, or no GPU or driver on this machine); set TRAINER_DEVICE=cpu or auto, or TRAINER_PYTHON to a python whose torch has CUDA`;
+}
+
+async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean } | { ok: false; why: string }> {
   return new Promise((resolve) => {
     let out = '';
     let err = '';
@@ -110,7 +120,14 @@ async function probePython(python: string): Promise<{ ok: true } | { ok: false; 
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (code === 0 && /"torch"/.test(out)) return resolve({ ok: true });
+      if (code === 0 && /"torch"/.test(out)) {
+        try {
+          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown };
+          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true });
+        } catch {
+          return resolve({ ok: false, why: `${python} printed something else than the torch check's answer` });
+        }
+      }
       const missing = /No module named '([^']+)'/.exec(err)?.[1];
       resolve({
         ok: false,
@@ -163,17 +180,18 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
   const candidates = opts.python ? [opts.python] : DEFAULT_PYTHONS;
   const logger = opts.logger;
   const killGraceMs = opts.killGraceMs ?? 5_000;
-  let found: string | null = null;
+  const device = opts.device ?? 'auto';
+  let found: { python: string; torch: string; cuda: boolean } | null = null;
   let llamaPromise: Promise<Llama> | null = opts.llama ? Promise.resolve(opts.llama) : null;
 
-  async function findPython(): Promise<{ ok: true; python: string } | { ok: false; reason: string }> {
-    if (found) return { ok: true, python: found };
+  async function findPython(): Promise<{ ok: true; python: string } | { ok: false; reason: string; kind?: 'settings' }> {
+    if (found) return deviceChecked(found);
     const reasons: string[] = [];
     for (const python of candidates) {
       const probe = await probePython(python);
       if (probe.ok) {
-        found = python;
-        return { ok: true, python };
+        found = { python, torch: probe.torch, cuda: probe.cuda };
+        return deviceChecked(found);
       }
       reasons.push(probe.why);
     }
@@ -181,6 +199,11 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       ok: false,
       reason: `Training needs Python 3 with PyTorch and numpy, and none was found (${reasons.join('; ')}). ${INSTALL_HINT}`,
     };
+  }
+
+  function deviceChecked(python: { python: string; torch: string; cuda: boolean }): { ok: true; python: string } | { ok: false; reason: string; kind: 'settings' } {
+    if (device === 'cuda' && !python.cuda) return { ok: false, reason: cudaMissingReason(python.python, python.torch), kind: 'settings' };
+    return { ok: true, python: python.python };
   }
 
   async function tokenize(spec: TrainingSpec, examples: TrainingExample[]): Promise<TokenizedExample[]> {
@@ -195,11 +218,16 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
   }
 
   return {
-    label: `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`,
+    /** The device in use once the python was probed (`auto` is the CPU until then). */
+    get label() {
+      const cuda = device === 'cuda' || (device === 'auto' && found?.cuda === true);
+      return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+    },
 
     async availability() {
       const result = await findPython();
-      return result.ok ? { ok: true } : { ok: false, reason: result.reason };
+      if (result.ok) return { ok: true };
+      return { ok: false, reason: result.reason, ...(result.kind ? { kind: result.kind } : {}) };
     },
 
     async start(spec, onEvent) {
@@ -232,6 +260,9 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
               baseModelPath: spec.baseModelPath,
               tokensPath,
               adapterPath: spec.adapterPath,
+              peftAdapterDir: peftAdapterDir(spec.adapterPath),
+              ...(spec.baseModelId ? { baseModelName: spec.baseModelId } : {}),
+              device,
               threads: spec.threads || opts.threads,
               hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...spec.hyperparameters },
             },
@@ -271,7 +302,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
         logger?.warn({ jobId: spec.jobId, line }, 'trainer printed an unknown event');
         return;
       }
-      if (event.data.type === 'progress') onEvent(event.data);
+      if (event.data.type === 'started') logger?.info({ jobId: spec.jobId, device: event.data.device, torch: event.data.torch }, 'trainer computing');
+      else if (event.data.type === 'progress') onEvent(event.data);
       else last = event.data;
     });
     createInterface({ input: child.stderr! }).on('line', (line) => {

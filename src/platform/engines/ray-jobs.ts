@@ -79,6 +79,11 @@ export interface RayJobsClient {
   submit(request: RayJobSubmitRequest): Promise<{ existed: boolean }>;
   /** Asks the cluster to stop the job; whether it was running. */
   stop(submissionId: string): Promise<boolean>;
+  /**
+   * `GET /api/version` once, within `timeoutMs` (default 5 s): the cluster's Ray version. Throws a
+   * RayError with status null when the dashboard does not answer as Ray does, with its status when it refuses.
+   */
+  version(timeoutMs?: number): Promise<{ rayVersion: string }>;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -201,6 +206,27 @@ export function createRayJobsClient(options: RayJobsClientOptions): RayJobsClien
     async stop(id) {
       const answer = await call<{ stopped?: boolean }>('POST', `${jobRoute(id)}/stop`);
       return answer?.stopped === true;
+    },
+    async version(versionTimeoutMs = 5_000) {
+      let answer: { status: number; text: string };
+      try {
+        answer = await exchange('GET', '/api/version', undefined, AbortSignal.timeout(versionTimeoutMs));
+      } catch (error) {
+        if (error instanceof RayError) throw error;
+        throw new RayError(`the Ray cluster's dashboard at ${base} did not answer within ${Math.round(versionTimeoutMs / 1000)} s`, null);
+      }
+      if (answer.status === 401 || answer.status === 403) throw refusal(answer.status, answer.text);
+      let body: { ray_version?: unknown } | null = null;
+      try {
+        body = JSON.parse(answer.text) as { ray_version?: unknown };
+      } catch {
+        // not Ray's answer
+      }
+      if (answer.status !== 200 || typeof body?.ray_version !== 'string') {
+        const what = answer.status === 200 ? 'an answer without ray_version' : `HTTP ${answer.status}: ${rayMessage(answer.status, answer.text)}`;
+        throw new RayError(`${base} is not answering as a Ray dashboard (GET /api/version: ${what})`, null);
+      }
+      return { rayVersion: body.ray_version };
     },
     async submit(request) {
       let last: RayError | null = null;

@@ -1,7 +1,7 @@
 // The bundled LoRA trainer as a Ray job: inputs on storage the cluster shares, one submission per training, followed by polling its status and logs.
 import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
@@ -9,7 +9,9 @@ import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type R
 import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
+  peftAdapterDir,
   type Trainer,
+  type TrainerDevice,
   type TrainerEvent,
   type TrainerJob,
   type TrainingExample,
@@ -33,6 +35,8 @@ export interface RayTrainerOptions {
   resources?: Record<string, number>;
   /** The python on the cluster's nodes that has torch and numpy. Default `python3`. */
   python?: string;
+  /** Where the job computes (`TRAINER_DEVICE`). Default auto: CUDA when the node's torch finds a GPU. */
+  device?: TrainerDevice;
   /** First poll interval; doubled after every unchanged poll up to `maxPollMs`. Default 2 s. */
   pollMs?: number;
   /** Default 30 s. */
@@ -53,6 +57,8 @@ interface JobFiles {
   jobDir: string;
   /** Where the job writes the adapter (this machine's path). */
   adapter: string;
+  /** Where the job writes the adapter's PEFT folder (this machine's path). */
+  peft: string;
 }
 
 const TRAINER_DIR = path.dirname(TRAINER_SCRIPT);
@@ -91,6 +97,15 @@ async function copyInto(from: string, to: string): Promise<void> {
   await rename(temp, to);
 }
 
+/** Copies a folder the same way: a temp folder beside it, then it replaces the old one. */
+async function copyFolderInto(from: string, to: string): Promise<void> {
+  await mkdir(path.dirname(to), { recursive: true });
+  const temp = `${to}.tmp-${process.pid}-${Date.now()}`;
+  await cp(from, temp, { recursive: true });
+  await rm(to, { recursive: true, force: true });
+  await rename(temp, to);
+}
+
 /** Ray's FAILED message in a line: its first sentence and the log's last line (the error). */
 function failureSummary(job: RayJobDetails): string {
   const message = (job.message ?? '').trim();
@@ -121,6 +136,7 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
   const numGpus = options.numGpus ?? 1;
   const numCpus = options.numCpus ?? 1;
   const python = options.python ?? 'python3';
+  const device = options.device ?? 'auto';
   const pollMs = options.pollMs ?? 2_000;
   const maxPollMs = Math.max(pollMs, options.maxPollMs ?? 30_000);
   const logger = options.logger;
@@ -141,7 +157,8 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
   function files(spec: TrainingSpec, submissionId: string): JobFiles {
     const jobDir = path.join(root, 'jobs', submissionId);
     // An adapters folder on the shared storage is written straight away; otherwise the adapter is copied there after the job.
-    return { jobDir, adapter: inside(sharedDir, spec.adapterPath) ? spec.adapterPath : path.join(jobDir, 'adapter.gguf') };
+    const adapter = inside(sharedDir, spec.adapterPath) ? spec.adapterPath : path.join(jobDir, 'adapter.gguf');
+    return { jobDir, adapter, peft: peftAdapterDir(adapter) };
   }
 
   /** The trainer's code on the shared storage, once per version of it. */
@@ -205,7 +222,17 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
     await writeFile(
       specPath,
       JSON.stringify(
-        { jobId: spec.jobId, baseModelPath: onCluster(model), tokensPath: onCluster(tokensPath), adapterPath: onCluster(job.adapter), threads, hyperparameters },
+        {
+          jobId: spec.jobId,
+          baseModelPath: onCluster(model),
+          tokensPath: onCluster(tokensPath),
+          adapterPath: onCluster(job.adapter),
+          peftAdapterDir: onCluster(job.peft),
+          ...(spec.baseModelId ? { baseModelName: spec.baseModelId } : {}),
+          device,
+          threads,
+          hyperparameters,
+        },
         null,
         2,
       ),
@@ -282,6 +309,7 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
         }
         const event = trainerEventSchema.safeParse(parsed);
         if (!event.success) continue;
+        if (event.data.type === 'started') continue;
         if (event.data.type === 'progress') {
           step = event.data.step;
           onEvent(event.data);
@@ -301,7 +329,11 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
             message: `the Ray job wrote its adapter to ${last.adapterPath} on the cluster, but ${job.adapter} is not on this machine: RAY_SHARED_DIR and RAY_CLUSTER_SHARED_DIR must be the same storage (job ${id})`,
           };
         }
-        if (job.adapter !== spec.adapterPath) await copyInto(job.adapter, spec.adapterPath);
+        if (job.adapter !== spec.adapterPath) {
+          // The PEFT folder before the GGUF, whose presence says the adapter is complete.
+          if ((await stat(job.peft).catch(() => null))?.isDirectory()) await copyFolderInto(job.peft, peftAdapterDir(spec.adapterPath));
+          await copyInto(job.adapter, spec.adapterPath);
+        }
         return { type: 'completed', adapterPath: spec.adapterPath, metrics: last.metrics };
       }
       if (details.status === 'STOPPED') return { type: 'failed', message: `Ray says: the job was stopped (job ${id})` };
@@ -374,8 +406,20 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
 
   return {
     label: `PyTorch LoRA as Ray jobs on ${host} (${reserved})`,
+    /** Whether the cluster answers now (`GET /api/version`): a launch it would not take is refused before anything is charged. */
     async availability() {
-      return { ok: true };
+      try {
+        await client.version();
+        return { ok: true };
+      } catch (error) {
+        if (!(error instanceof RayError)) throw error;
+        if (error.status !== null) return { ok: false, reason: `the Ray cluster at RAY_ADDRESS=${options.address} refused: ${error.message}`, kind: 'settings' };
+        return {
+          ok: false,
+          reason: `the Ray cluster at RAY_ADDRESS=${options.address} does not answer (${error.message}); nothing was launched or charged: try again when it is up, or check RAY_ADDRESS`,
+          kind: 'unreachable',
+        };
+      }
     },
     /** Starts or reattaches; Ray refusing the job (4xx) is a failed job in its words, not a crash to retry. */
     async start(spec, onEvent) {

@@ -28,6 +28,18 @@ export const DEFAULT_LORA_HYPERPARAMETERS: LoraHyperparameters = {
   learningRate: 3e-3,
 };
 
+/** Where a trainer uses the GPU: `auto` = CUDA when torch finds it, else the CPU (`TRAINER_DEVICE`). */
+export type TrainerDevice = 'auto' | 'cpu' | 'cuda';
+
+/**
+ * The adapter's Hugging Face PEFT folder (`adapter_config.json` + `adapter_model.safetensors`, what
+ * vLLM and SGLang load), written beside its GGUF file: `adapters/<training id>.gguf` ->
+ * `adapters/<training id>.peft/`.
+ */
+export function peftAdapterDir(ggufAdapterPath: string): string {
+  return ggufAdapterPath.replace(/\.gguf$/i, '') + '.peft';
+}
+
 export interface TrainingSpec {
   /** The platform's training id; also the trainer's submission id (one launch, one job). */
   jobId: string;
@@ -35,7 +47,10 @@ export interface TrainingSpec {
   baseModelPath: string;
   /** Absolute path of a JSONL file, one `TrainingExample` (`{"prompt": ..., "completion": ...}`) a line. */
   datasetPath: string;
-  /** Absolute path the GGUF LoRA adapter is written to (atomically: temp file, then rename). */
+  /**
+   * Absolute path the GGUF LoRA adapter is written to (atomically: temp file, then rename). The
+   * bundled trainer writes the same adapter as a PEFT folder at {@link peftAdapterDir} first.
+   */
   adapterPath: string;
   /** A folder the trainer may use for its own files (logs, checkpoints). */
   workDir: string;
@@ -85,11 +100,19 @@ export interface TrainingQuoteRequest {
   hyperparameters: LoraHyperparameters;
 }
 
+/** Why a trainer cannot train now; `unreachable`: its cluster does not answer (a launch is refused with a 503, to retry later). */
+export interface TrainerUnavailable {
+  ok: false;
+  reason: string;
+  /** The reason is complete as it is (no install hint to add): a setting to change (TRAINER_DEVICE, RAY_AUTH_TOKEN) or a cluster, not a missing PyTorch. */
+  kind?: 'unreachable' | 'settings';
+}
+
 export interface Trainer {
   /** Named in every message about work it did, e.g. "PyTorch LoRA, CPU, 2 threads". */
   readonly label: string;
   /** Whether this machine can train, and if not, why in the user's words (e.g. torch missing). */
-  availability(): Promise<{ ok: true } | { ok: false; reason: string }>;
+  availability(): Promise<{ ok: true } | TrainerUnavailable>;
   /** Starts a job; `onEvent` receives progress lines as they come. */
   start(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob>;
   /**

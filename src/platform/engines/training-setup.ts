@@ -39,6 +39,7 @@ export function trainingFromConfig(
           numCpus: engines.ray.numCpus,
           ...(engines.ray.resources ? { resources: engines.ray.resources } : {}),
           python: engines.ray.python,
+          device: engines.trainerDevice,
           pollMs: engines.ray.pollMs,
           maxPollMs: engines.ray.maxPollMs,
           logger,
@@ -46,6 +47,7 @@ export function trainingFromConfig(
       : createPytorchTrainer({
           ...(engines.trainerPython ? { python: engines.trainerPython } : {}),
           threads: engines.threads,
+          device: engines.trainerDevice,
           logger,
         });
   return {

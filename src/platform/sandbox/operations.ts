@@ -417,6 +417,9 @@ async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Prom
   const unavailable = (message: string) => new SandboxApiError(422, 'engine_unavailable', message);
   if (!engine) throw unavailable(`model ${model.id} is served by ${model.engine}; this platform has no trainer configured`);
   const available = await engine.trainer.availability();
+  // A cluster that does not answer now may later: 503, nothing charged, the launch can be retried.
+  if (!available.ok && available.kind === 'unreachable') throw new SandboxApiError(503, 'unavailable', available.reason);
+  if (!available.ok && available.kind === 'settings') throw unavailable(available.reason);
   if (!available.ok) {
     const install = 'training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)';
     throw unavailable(`${install}. ${available.reason}`);

@@ -1,6 +1,7 @@
 // What does the generating behind the vLLM and SGLang fakes: a real llama.cpp server (GGUF model and adapters) or a scripted answer.
 import http from 'node:http';
-import { stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 
 /** An adapter a fake server has loaded: its name and the path it was loaded from. */
 export interface LoadedAdapter {
@@ -78,7 +79,9 @@ export function backendGenerator(backend: { url: string; model: string }): Gener
     complete: (route, body, adapter) => post(route, { ...body, model: adapter ? adapter.name : backend.model }),
     tokenize: (body) => post('/tokenize', { ...body, model: backend.model }),
     async load(adapter) {
-      const [status, json] = await post('/v1/load_lora_adapter', { lora_name: adapter.name, lora_path: adapter.path, base_model: backend.model });
+      // llama.cpp reads GGUF adapters: behind a fake GPU server, a PEFT folder `x.peft` is served from the GGUF written beside it, `x.gguf`.
+      const gguf = adapter.path.endsWith('.peft') ? `${adapter.path.slice(0, -'.peft'.length)}.gguf` : adapter.path;
+      const [status, json] = await post('/v1/load_lora_adapter', { lora_name: adapter.name, lora_path: gguf, base_model: backend.model });
       if (status === 200) return null;
       return typeof json === 'string' ? json : JSON.stringify(json);
     },
@@ -113,6 +116,67 @@ export function scriptedGenerator(answer: (adapter: string | null, prompt: strin
       // nothing held
     },
   };
+}
+
+/** Why a `lora_path` is not a PEFT folder vLLM or SGLang would load; `missing`: no adapter there at all. */
+export interface PeftProblem {
+  missing: boolean;
+  message: string;
+}
+
+/**
+ * What vLLM and SGLang check when they load an adapter from a local path (vLLM's PEFTHelper and
+ * LoRAModel.from_local_checkpoint, SGLang's LoRAConfig and weight iterator): a folder, its
+ * `adapter_config.json` (a LORA config with r, lora_alpha and target_modules), and tensors in
+ * `adapter_model.safetensors` (or `.bin`) whose names are PEFT's `...<module>.lora_A|lora_B.weight`
+ * for a module among the target modules. Null when it would load.
+ */
+export async function peftFolderProblem(dir: string): Promise<PeftProblem | null> {
+  const info = await stat(dir).catch(() => null);
+  if (!info) return { missing: true, message: `[Errno 2] No such file or directory: '${dir}'` };
+  if (!info.isDirectory()) return { missing: false, message: `[Errno 20] Not a directory: '${path.join(dir, 'adapter_config.json')}'` };
+  let config: { peft_type?: unknown; r?: unknown; lora_alpha?: unknown; target_modules?: unknown };
+  try {
+    config = JSON.parse(await readFile(path.join(dir, 'adapter_config.json'), 'utf8')) as typeof config;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { missing: true, message: `[Errno 2] No such file or directory: '${path.join(dir, 'adapter_config.json')}'` };
+    return { missing: false, message: `adapter_config.json in ${dir} is not JSON` };
+  }
+  const targets = Array.isArray(config.target_modules) ? config.target_modules.filter((m): m is string => typeof m === 'string') : [];
+  if (config.peft_type !== 'LORA' || typeof config.r !== 'number' || typeof config.lora_alpha !== 'number' || targets.length === 0) {
+    return { missing: false, message: `${dir}/adapter_config.json is not a LoRA config (peft_type LORA, r, lora_alpha, target_modules)` };
+  }
+  const weights = path.join(dir, 'adapter_model.safetensors');
+  const size = (await stat(weights).catch(() => null))?.size;
+  if (size === undefined) {
+    if (await stat(path.join(dir, 'adapter_model.bin')).catch(() => null)) return null;
+    return { missing: false, message: `${dir} doesn't contain tensors` };
+  }
+  const file = await open(weights, 'r');
+  try {
+    const head = Buffer.alloc(8);
+    await file.read(head, 0, 8, 0);
+    const length = Number(head.readBigUInt64LE(0));
+    if (size < 8 || length > size - 8) return { missing: false, message: `Error while deserializing header: HeaderTooLarge (${weights})` };
+    const text = Buffer.alloc(length);
+    await file.read(text, 0, length, 8);
+    const header = JSON.parse(text.toString('utf8')) as Record<string, { dtype?: string; shape?: number[]; data_offsets?: [number, number] }>;
+    for (const [name, tensor] of Object.entries(header)) {
+      if (name === '__metadata__') continue;
+      const module = /\.([a-z_]+)\.lora_[AB]\.weight$/.exec(name)?.[1];
+      if (!module || !targets.includes(module)) {
+        return { missing: false, message: `While loading ${dir}, expected target modules in ${JSON.stringify(targets)} but received ${JSON.stringify([name])}. Please verify that the loaded LoRA module is correct` };
+      }
+      const [begin, end] = tensor.data_offsets ?? [0, -1];
+      if (!(begin >= 0 && end >= begin && 8 + length + end <= size)) return { missing: false, message: `Error while deserializing header: InvalidOffset(${JSON.stringify(name)})` };
+    }
+  } catch {
+    return { missing: false, message: `Error while deserializing header: InvalidHeaderDeserialization (${weights})` };
+  } finally {
+    await file.close();
+  }
+  return null;
 }
 
 /** Starts an HTTP server on loopback; resolves with its root URL and a closer. */

@@ -1,8 +1,9 @@
-// A fake SGLang server over real HTTP: /v1/models, /get_model_info, /load_lora_adapter and /unload_lora_adapter, adapters named by
+// A fake SGLang server over real HTTP: /v1/models, /get_model_info, /load_lora_adapter (PEFT folders only) and /unload_lora_adapter, adapters named by
 // `lora_path` or `model: "base:adapter"` (first colon; the model form wins), SGLang's error shapes, and faults (429, 5xx, a restart that forgets adapters).
 import {
   NO_FAULTS,
   listen,
+  peftFolderProblem,
   readJson,
   type Generator,
   type LoadedAdapter,
@@ -72,6 +73,8 @@ export async function startFakeSglang(options: FakeSglangOptions): Promise<FakeS
       const fail = (message: string): [number, unknown] => [400, { success: false, error_message: message, loaded_adapters: loaded() }];
       if (!name || !path) return error(422, 'RequestValidationError', 'lora_name and lora_path are required');
       if (loras.has(name)) return fail(`Failed to load LoRA adapter ${name} because it is already loaded`);
+      const peft = await peftFolderProblem(path);
+      if (peft) return fail(`Failed to load LoRA adapter ${name}: ${peft.message}`);
       const problem = await options.generator.load({ name, path });
       if (problem) return fail(problem);
       loras.set(name, { name, path });

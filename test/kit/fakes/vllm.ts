@@ -1,8 +1,9 @@
 // A fake vLLM OpenAI-compatible server over real HTTP: /v1/models (adapters with their parent), runtime LoRA loading
-// (VLLM_ALLOW_RUNTIME_LORA_UPDATING), adapters named by `model`, vLLM's error shapes, and faults (429, 5xx, a restart that forgets adapters).
+// (VLLM_ALLOW_RUNTIME_LORA_UPDATING) of PEFT folders only, as vLLM reads them, adapters named by `model`, vLLM's error shapes, and faults (429, 5xx, a restart that forgets adapters).
 import {
   NO_FAULTS,
   listen,
+  peftFolderProblem,
   readJson,
   type Generator,
   type LoadedAdapter,
@@ -66,6 +67,10 @@ export async function startFakeVllm(options: FakeVllmOptions): Promise<FakeVllm>
       const path = typeof body?.lora_path === 'string' ? body.lora_path : '';
       if (!name || !path) return error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided.");
       if (loras.has(name)) return error(400, 'InvalidUserInput', `The lora adapter '${name}' has already been loaded.`);
+      // vLLM: a missing adapter_config.json is FileNotFoundError, answered 404 "No adapter found"; other problems are 400s.
+      const peft = await peftFolderProblem(path);
+      if (peft?.missing) return error(404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`);
+      if (peft) return error(400, 'BadRequestError', peft.message);
       const problem = await options.generator.load({ name, path });
       if (problem) return /No adapter found/.test(problem) ? error(404, 'NotFoundError', `Loading lora ${name} failed: ${problem}`) : error(400, 'BadRequestError', problem);
       loras.set(name, { name, path });

@@ -1,0 +1,117 @@
+"""The adapter in the Hugging Face PEFT layout vLLM and SGLang load: adapter_config.json + adapter_model.safetensors.
+
+safetensors is written by hand (no package): an 8-byte little-endian header length, a JSON header
+({name: {dtype, shape, data_offsets}}, offsets relative to the data that follows, padded with spaces
+to 8 bytes), then the tensors' raw little-endian bytes, contiguous, in header order.
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+# GGUF block tensor name -> the Hugging Face module path inside a decoder layer (llama, qwen2).
+HF_MODULES = {
+    "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16"}
+
+
+def permute_rows(w, n_head):
+    """llama.cpp's converter permutation of q/k rows (Hugging Face order -> GGUF order), per head:
+    row i of the first half and row i of the second half become rows 2i and 2i+1."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute_rows(w, n_head):
+    """The inverse of `permute_rows`: GGUF row order -> Hugging Face row order."""
+    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def safetensors_bytes(tensors, metadata=None):
+    """The safetensors encoding of `tensors` (name -> float32/float16 numpy array), names sorted."""
+    header = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        arr = np.asarray(tensors[name])
+        dtype = np.dtype("<f2") if arr.dtype == np.float16 else np.dtype("<f4")
+        data = np.ascontiguousarray(arr, dtype=dtype).tobytes()
+        header[name] = {"dtype": _DTYPES[dtype], "shape": [int(d) for d in arr.shape],
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * ((-len(text)) % 8)
+    return len(text).to_bytes(8, "little") + text + b"".join(blobs)
+
+
+def peft_tensors(arch, n_head, n_head_kv, loras):
+    """PEFT tensor names and arrays from `loras`: (layer index, GGUF module name, A (rank, in), B (out, rank)).
+
+    A llama GGUF stores q and k rows permuted for its RoPE on adjacent pairs; their B rows are put
+    back in the Hugging Face order (A's columns are the layer's inputs, never permuted)."""
+    out = {}
+    for layer, module, a, b in loras:
+        if arch == "llama" and module == "attn_q":
+            b = unpermute_rows(b, n_head)
+        elif arch == "llama" and module == "attn_k":
+            b = unpermute_rows(b, n_head_kv)
+        prefix = "base_model.model.model.layers.%d.%s" % (layer, HF_MODULES[module])
+        out[prefix + ".lora_A.weight"] = a
+        out[prefix + ".lora_B.weight"] = b
+    return out
+
+
+def adapter_config(rank, alpha, modules, base_model):
+    return {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base_model,
+        "r": int(rank),
+        "lora_alpha": float(alpha),
+        "lora_dropout": 0.0,
+        "target_modules": sorted(HF_MODULES[m].split(".")[-1] for m in modules),
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "inference_mode": True,
+        "init_lora_weights": True,
+        "use_rslora": False,
+        "use_dora": False,
+        "modules_to_save": None,
+        "layers_to_transform": None,
+        "rank_pattern": {},
+        "alpha_pattern": {},
+        "revision": None,
+    }
+
+
+def write_peft_folder(path, config, tensors):
+    """Writes the folder atomically: a temp folder beside `path` (files fsynced), then rename over it."""
+    path = os.path.abspath(path.rstrip("/"))
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    stale = ".%s.tmp-" % os.path.basename(path)
+    for name in os.listdir(parent):
+        if name.startswith(stale):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    tmp = os.path.join(parent, "%s%d" % (stale, os.getpid()))
+    os.makedirs(tmp)
+    try:
+        for name, data in (("adapter_config.json", (json.dumps(config, indent=2) + "\n").encode("utf-8")),
+                           ("adapter_model.safetensors", safetensors_bytes(tensors, {"format": "pt"}))):
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
