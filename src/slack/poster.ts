@@ -207,7 +207,8 @@ export class SlackPoster {
     try {
       const { ts, level } = await this.postWithFallbacks(post, base);
       await this.recordDelivered(post, ts);
-      await setPostRenderLevel(this.db, post.team_id, post.id, level);
+      // Null means full: only a fallback costs a write.
+      if (level !== 'full') await setPostRenderLevel(this.db, post.team_id, post.id, level);
     } catch (error) {
       const e = error as SlackErrorLike;
       if (e.code === 'slack_webapi_platform_error') {

@@ -87,7 +87,7 @@ export interface PostsTable {
   error: string | null;
   created_at: Timestamp;
   posted_at: NullableTimestamp;
-  /** How rich the delivered message is (src/slack/blocks/reply.ts RenderLevel); null before it is known. */
+  /** The fallback level Slack took the message at (src/slack/blocks/reply.ts RenderLevel); null: full (or not delivered yet). */
   render_level: ColumnType<string | null, string | null | undefined, string | null>;
 }
 

@@ -87,7 +87,7 @@ describe('delivering a comparison', () => {
     expect(rest).toEqual([]);
     expect(blockTypes(verdict!)).toContain('data_table');
     expect(blockTypes(verdict!)).toContain('data_visualization');
-    expect(await s.level()).toBe('full');
+    expect(await s.level()).toBeNull();
     expect(chart!.files).toHaveLength(1);
     expect(chart!.text).toMatch(/^<@UOWNER> Accuracy before/);
     const file = s.slack.files.get(chart!.files![0]!.id)!;
