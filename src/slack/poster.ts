@@ -291,24 +291,30 @@ export class SlackPoster {
     const post = await getPost(this.db, teamId, postId);
     if (!post?.slack_ts) return;
     const chosen = known ?? (await madeChoices(this.db, teamId, postId));
-    const level = RENDER_LEVELS.find((l) => l === post.render_level) ?? 'full';
+    const stored = RENDER_LEVELS.find((l) => l === post.render_level) ?? 'full';
     const notes = chartNotes(await getComparisonFile(this.db, teamId, postId));
-    const message = renderPost(post.payload as unknown as StoredPostPayload, chosen, { level, notes });
-    if (!message.blocks || message.blocks.length === 0) return;
-    try {
-      await this.clients.writer.chat.update({
-        channel: post.channel_id,
-        ts: post.slack_ts,
-        text: this.scrubber.scrub(message.text),
-        blocks: this.scrubber.scrubValue(message.blocks) as never,
-      });
-    } catch (error) {
-      const e = error as SlackErrorLike;
-      if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
-        this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
+    // From the level it was posted at down: a post recovered after a crash has no level recorded.
+    for (const level of RENDER_LEVELS.slice(RENDER_LEVELS.indexOf(stored))) {
+      const message = renderPost(post.payload as unknown as StoredPostPayload, chosen, { level, notes });
+      if (!message.blocks || message.blocks.length === 0) return;
+      try {
+        await this.clients.writer.chat.update({
+          channel: post.channel_id,
+          ts: post.slack_ts,
+          text: this.scrubber.scrub(message.text),
+          blocks: this.scrubber.scrubValue(message.blocks) as never,
+        });
+        if (level !== stored) await setPostRenderLevel(this.db, teamId, postId, level);
         return;
+      } catch (error) {
+        const e = error as SlackErrorLike;
+        if (e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks') continue;
+        if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
+          this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
+          return;
+        }
+        throw error;
       }
-      throw error;
     }
   }
 

@@ -160,6 +160,23 @@ describe('delivering a comparison', () => {
     expect(s.inThread().filter((m) => m.files)).toHaveLength(1);
   });
 
+  it('the note of a refused upload keeps the fallback the verdict was posted at, and steps down where none was recorded', async () => {
+    const s = await setup({ refuseBlockTypes: ['data_table'] });
+    s.slack.failNext('files.completeUploadExternal', 1, { status: 200, error: 'not_in_channel' });
+    await s.poster.deliverPending(TEAM, s.chat.id);
+    const verdict = s.verdict();
+    expect(verdict.updates).toBe(1);
+    expect(blockTypes(verdict)).not.toContain('data_table');
+    expect(JSON.stringify(verdict.blocks)).toContain('could not be shared');
+    expect(s.slack.callsTo('chat.update')).toHaveLength(1);
+    // A post recovered after a crash has no level recorded: the update steps down until Slack takes it.
+    await handle.db.updateTable('posts').set({ render_level: null }).where('id', '=', s.post.id).execute();
+    await s.poster.refreshChoices(TEAM, s.post.id);
+    await (s.poster as unknown as { refreshPost(t: string, p: string): Promise<void> }).refreshPost(TEAM, s.post.id);
+    expect(s.verdict().updates).toBe(2);
+    expect(await s.level()).toBe('questions_as_text');
+  });
+
   it('every table refused: everything as text', async () => {
     const s = await setup({ refuseBlockTypes: ['data_table', 'table'] });
     await s.poster.deliverPending(TEAM, s.chat.id);
