@@ -18,7 +18,7 @@ import { isLegacyPayload, type StoredPostPayload } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
 import type { RenderedChart } from './chart/render.js';
 import { SLACK_LIMITS, truncate } from './limits.js';
-import { mentionUser } from './mrkdwn.js';
+import { escapeMrkdwn, mentionUser } from './mrkdwn.js';
 
 /** Tries before a chart that keeps failing for a transient reason is given up (and the verdict says so). */
 export const CHART_MAX_ATTEMPTS = 3;
@@ -103,7 +103,8 @@ export async function shareComparisonChart(deps: ChartDeps, file: ComparisonFile
     const sent = await fetch(upload.upload_url, { method: 'POST', body: new Uint8Array(chart.png), signal: AbortSignal.timeout(30_000) });
     if (!sent.ok) throw new Error(`the upload URL answered HTTP ${sent.status}`);
     await deps.pace(file.teamId, post.channel_id);
-    const comment = `${mentionUser(reply.to)} ${chart.text.split('\n')[0] ?? 'Accuracy before and after'}`;
+    // The title names the models (the platform's words): escaped like every such text in a post.
+    const comment = `${mentionUser(reply.to)} ${escapeMrkdwn(chart.text.split('\n')[0] ?? 'Accuracy before and after')}`;
     await deps.writer.files.completeUploadExternal({
       files: [{ id: upload.file_id, title: truncate(chart.text.split('\n')[0] ?? filename, 250) }],
       channel_id: post.channel_id,

@@ -28,8 +28,9 @@ const WIDTHS: ReadonlyArray<readonly [number, number]> = [
   [28, 10],
 ];
 
+/** A cell from text the bot did not write: one line, escaped like every such text in a post (src/slack/mrkdwn.ts), cut to `max`. */
 const cellText = (text: string, max: number) => {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = escapeMrkdwn(text.replace(/\s+/g, ' ').trim());
   return truncate(flat === '' ? '–' : flat, max);
 };
 
@@ -115,7 +116,7 @@ export function questionChangesText(changes: QuestionChanges, max: number = SLAC
     const list = changes[o];
     if (list.count === 0) continue;
     const lines = list.items.slice(0, perOutcome).map(
-      (q) => `• ${escapeMrkdwn(cellText(q.question, 80))} (${escapeMrkdwn(cellText(q.category, 24))}): expected ${escapeMrkdwn(cellText(q.expected, 30))}; before ${escapeMrkdwn(cellText(q.before, 30))}, after ${escapeMrkdwn(cellText(q.after, 30))}`,
+      (q) => `• ${cellText(q.question, 80)} (${cellText(q.category, 24)}): expected ${cellText(q.expected, 30)}; before ${cellText(q.before, 30)}, after ${cellText(q.after, 30)}`,
     );
     const more = list.count - lines.length;
     parts.push(`*${OUTCOME_LABELS[o]}*\n${lines.join('\n')}${more > 0 ? `\n+${formatCount(more)} more` : ''}`);

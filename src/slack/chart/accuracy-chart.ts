@@ -1,6 +1,7 @@
 // The before/after accuracy chart's data and its Vega spec: overall and per category, each bar with
 // the Wilson 95% interval the comparison already computed. Pure; rendering is in ./render.ts.
 import type { Comparison, Proportion } from '../../analysis/index.js';
+import { escapeMrkdwn } from '../mrkdwn.js';
 
 export interface ChartBar {
   group: string;
@@ -164,7 +165,8 @@ export const CHART_BLOCK_LIMITS = { title: 50, axisLabel: 50, categoryLabel: 20,
 export function accuracyChartBlock(chart: AccuracyChart): DataVisualizationBlock {
   const groups = [...new Set(chart.bars.map((b) => b.group))].slice(0, CHART_BLOCK_LIMITS.categories);
   const used = new Set<string>();
-  const labels = new Map(groups.map((group) => [group, distinctLabel(group, CHART_BLOCK_LIMITS.categoryLabel, used)]));
+  // Category names come from the platform: escaped like every such text in a post.
+  const labels = new Map(groups.map((group) => [group, distinctLabel(escapeMrkdwn(group), CHART_BLOCK_LIMITS.categoryLabel, used)]));
   const series = (['Before', 'After'] as const).map((run) => ({
     name: run,
     data: groups.map((group) => ({ label: labels.get(group)!, value: Math.round((chart.bars.find((b) => b.group === group && b.run === run)?.rate ?? 0) * 10) / 10 })),
