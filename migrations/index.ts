@@ -4,12 +4,16 @@ import * as initial from './2026-12-02-001-initial.js';
 import * as channelPostSlots from './2026-12-03-001-channel-post-slots.js';
 import * as launchAuthorizations from './2026-12-03-002-launch-authorizations.js';
 import * as buttonChoices from './2026-12-03-003-button-choices.js';
+import * as planMessages from './2026-12-05-002-plan-messages.js';
 import * as comparisonFiles from './2026-12-05-003-comparison-files.js';
+import * as verdictFeedback from './2026-12-05-004-verdict-feedback.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
   '2026-12-03-001-channel-post-slots': channelPostSlots,
   '2026-12-03-002-launch-authorizations': launchAuthorizations,
   '2026-12-03-003-button-choices': buttonChoices,
+  '2026-12-05-002-plan-messages': planMessages,
   '2026-12-05-003-comparison-files': comparisonFiles,
+  '2026-12-05-004-verdict-feedback': verdictFeedback,
 };

@@ -14,12 +14,13 @@ import { appMention, type FakeMessage, sendEvent, startFakeSlack } from '../test
 import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { isVerdict } from '../test/kit/harness.js';
+import { PLAN_METADATA_TYPE } from '../src/slack/plan-message.js';
 import { waitUntil } from '../test/kit/wait.js';
 
 type Block = {
   type: string;
   text?: { text: string };
-  elements?: Array<{ type: string; text?: string | { text: string } }>;
+  elements?: Array<{ type: string; text?: string | { text: string }; positive_button?: { text: { text: string } }; negative_button?: { text: { text: string } } }>;
   rows?: Array<Array<{ text: string }>>;
   caption?: string;
   title?: string;
@@ -57,6 +58,8 @@ export function renderMessage(message: FakeMessage): string {
           return `  ${b.caption ?? ''}\n${renderTable(b.rows ?? [])}`;
         case 'actions':
           return '  ' + (b.elements ?? []).map((e) => `[ ${typeof e.text === 'string' ? e.text : e.text?.text} ]`).join('  ');
+        case 'context_actions':
+          return '  ' + (b.elements ?? []).map((e) => (e.type === 'feedback_buttons' ? `( ${e.positive_button?.text.text} | ${e.negative_button?.text.text} ) feedback` : `(${e.type})`)).join('  ');
         default:
           return `(${b.type})`;
       }
@@ -104,12 +107,13 @@ export async function generateWalkthrough(options: { databaseUrl?: string } = {}
     slack.seedMessage({ channel: 'C0ML', user: 'U0ALICE', text: SEED_MESSAGE, ts: event.ts as string });
     await sendEvent(`${bot.url}/slack/events`, secret, event, { teamId: 'T0FAKE' });
     const thread = event.ts as string;
-    const posts = () => slack.messages('C0ML', thread).filter((m) => !m.seeded);
+    // The step reports; the live plan message (rewritten in place as the loop runs) is docs/live-plan.md's subject.
+    const posts = () => slack.messages('C0ML', thread).filter((m) => !m.seeded && m.metadata?.event_type !== PLAN_METADATA_TYPE);
     await waitUntil(() => posts().some(isVerdict) || undefined, 120_000, 'the loop to post its comparison', 200);
     // The chart follows the verdict as a file in the thread.
     await waitUntil(() => posts().some((m) => (m.files?.length ?? 0) > 0) || undefined, 60_000, 'the comparison chart', 200);
     const lines = [HEADER, '', `**@alice:** ${SEED_MESSAGE.replace('<@UBOT>', '@verdict')}`, ''];
-    for (const post of slack.messages('C0ML', thread).filter((m) => !m.seeded)) {
+    for (const post of posts()) {
       lines.push('**verdict (bot):**', '```', renderMessage(post).replaceAll('<@U0ALICE>', '@alice'), '```', '');
     }
     return lines.join('\n');

@@ -8,3 +8,5 @@ export const RECONCILE_TASK = 'reconcile';
 export const PUBLISH_HOME_TASK = 'publish_home';
 /** Updates a message after a button choice, or answers one person ephemerally. */
 export const BUTTON_FEEDBACK_TASK = 'button_feedback';
+/** Brings one chat's live plan message up to date (payload `{ teamId, chatId }`), queued per chat. */
+export const PLAN_PROGRESS_TASK = 'plan_progress';

@@ -9,6 +9,7 @@ import { toolDefinitions } from '../agent/tools/tool.js';
 import type { TurnDeps } from '../agent/turn.js';
 import type { Config } from '../config.js';
 import type { HomeScheduler } from '../jobs/home-refresh.js';
+import { createPlanProgressScheduler, createPlanProgressTasks } from '../jobs/plan-progress.js';
 import { RECONCILE_TASK } from '../jobs/task-names.js';
 import { createTaskList } from '../jobs/tasks.js';
 import { startWorker, type WorkerHandle } from '../jobs/worker.js';
@@ -19,6 +20,7 @@ import { createHttpPlatform } from '../platform/http-client.js';
 import type { Platform } from '../platform/platform.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from '../platform/sandbox/sandbox.js';
 import { createHomePublisher } from '../slack/home.js';
+import { syncPlanMessage } from '../slack/plan-message.js';
 import { createSlackClients, SlackPoster } from '../slack/poster.js';
 import type { DbHandle } from '../store/db.js';
 import { assertPortFree } from '../http/port.js';
@@ -99,6 +101,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       caps: config.spending,
     });
     const tools = createTools();
+    let jobs: WorkerHandle | undefined;
+    const planProgress = createPlanProgressScheduler(() => jobs?.utils);
     const turnDeps: TurnDeps = {
       db: db.db,
       config,
@@ -111,7 +115,11 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       system: SYSTEM_PROMPT,
       tools,
       toolDefinitions: toolDefinitions(tools),
-      afterTurn: (chat) => options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id),
+      afterTurn: async (chat) => {
+        // A turn is what changes a plan (agreed, launched, finished): its message follows.
+        if (chat.plan !== null) await planProgress.kick(chat.team_id, chat.id);
+        await options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id);
+      },
     };
     const worker = await startWorker({
       pool: db.pool,
@@ -120,15 +128,22 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       concurrency: config.workerConcurrency,
       staleSeconds: config.workerStaleSeconds,
       ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
-      taskList: createTaskList({
-        turn: turnDeps,
-        logger,
-        overdueSeconds: config.reconcile.overdueSeconds,
-        eventRetryAttempts: config.agent.eventRetryAttempts,
-        publishHome: home.publish,
-        buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
-      }),
+      taskList: {
+        ...createTaskList({
+          turn: turnDeps,
+          logger,
+          overdueSeconds: config.reconcile.overdueSeconds,
+          eventRetryAttempts: config.agent.eventRetryAttempts,
+          publishHome: home.publish,
+          buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
+        }),
+        ...createPlanProgressTasks({
+          logger,
+          sync: (teamId, chatId) => syncPlanMessage({ db: db.db, clients: slackClients, platform, logger, scrubber }, teamId, chatId),
+        }),
+      },
     });
+    jobs = worker;
     cleanups.push(() => worker.stop());
 
     // Every replica schedules the sweep; the job key collapses them into one queued sweep.

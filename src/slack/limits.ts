@@ -39,6 +39,24 @@ export const SLACK_LIMITS = {
   filesPerMessage: 10,
   /** Slack's documented pace for chat.postMessage: about one message per second per channel. */
   postIntervalMsPerChannel: 1000,
+  /**
+   * The live plan message (src/slack/plan-message.ts) is rewritten at most this often. chat.update
+   * is Web API tier 3 (50+ calls a minute per workspace); one message every 3 s is 20 a minute.
+   */
+  planUpdateIntervalMs: 3000,
+  /**
+   * chat.update calls of the plan messages of one workspace, all chats together: 40 a minute, under
+   * tier 3's 50 with room for the updates after button choices.
+   */
+  updateIntervalMsPerWorkspace: 1500,
+  /**
+   * Plan and task card blocks: Slack documents no length for their titles (only the 255 characters
+   * of a block_id); titles are kept to a header's length so a plan stays readable.
+   */
+  planTitle: 150,
+  taskTitle: 150,
+  /** Task cards in one plan block: Slack documents no figure; a plan of this bot has five. */
+  planTasks: 20,
 } as const;
 
 /**

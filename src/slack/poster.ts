@@ -19,6 +19,7 @@ import {
 import type { Post } from '../store/tables.js';
 import { ensureComparisonFile, getComparisonFile, openComparisonFiles, setPostRenderLevel } from '../store/comparison-files.js';
 import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
+import { feedbackAsPlainButtons } from './blocks/feedback.js';
 import { RENDER_LEVELS, renderReply, type RenderLevel } from './blocks/reply.js';
 import { chartNotes, comparisonPartOf, shareComparisonChart } from './comparison-chart.js';
 import { SLACK_LIMITS } from './limits.js';
@@ -145,25 +146,48 @@ export class SlackPoster {
   private async postWithFallbacks(post: Post, base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>): Promise<{ ts: string; level: RenderLevel }> {
     const payload = post.payload as unknown as StoredPostPayload;
     let refused: string | undefined;
+    // Once Slack refused the feedback buttons, every level sends them as plain buttons.
+    let plainFeedback = false;
     for (const level of RENDER_LEVELS) {
       const message = this.scrubber.scrubValue(renderPost(payload, [], { level }));
-      const blocks = message.blocks && message.blocks.length > 0 ? message.blocks : undefined;
-      const key = JSON.stringify(blocks ?? null);
-      if (refused !== undefined && key === refused) continue;
-      try {
-        const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments);
-        return { ts: String(result.ts), level };
-      } catch (error) {
-        const e = error as SlackErrorLike;
-        if (e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && blocks && level !== 'plain') {
+      let blocks = message.blocks && message.blocks.length > 0 ? message.blocks : undefined;
+      if (blocks && plainFeedback) blocks = feedbackAsPlainButtons(blocks) ?? blocks;
+      for (;;) {
+        const key = JSON.stringify(blocks ?? null);
+        if (refused !== undefined && key === refused) break;
+        try {
+          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments);
+          return { ts: String(result.ts), level };
+        } catch (error) {
+          const e = error as SlackErrorLike;
+          if (!(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && blocks && level !== 'plain')) throw error;
+          const swapped = { blocks: blocks as unknown };
+          if (!plainFeedback && this.plainFeedbackFallback(post.id, swapped)) {
+            plainFeedback = true;
+            blocks = swapped.blocks as unknown[];
+            continue;
+          }
           this.logger.error({ postId: post.id, level, reason: 'invalid_blocks' }, 'slack refused the blocks; posting a plainer message');
           refused = key;
-          continue;
+          break;
         }
-        throw error;
       }
     }
     throw new Error('unreachable: the plain level always posts or throws');
+  }
+
+  /**
+   * Where Slack refuses the verdict's feedback buttons (`invalid_blocks`: a workspace or client that
+   * does not take `context_actions` yet), swaps them for two plain buttons with the same action ids
+   * and values, so the same handler records the vote. True when the message changed and is worth
+   * sending again; false when it holds no feedback buttons (the refusal has another cause).
+   */
+  private plainFeedbackFallback(postId: string, args: { blocks?: unknown }): boolean {
+    const plain = Array.isArray(args.blocks) ? feedbackAsPlainButtons(args.blocks) : undefined;
+    if (!plain) return false;
+    this.logger.warn({ postId }, 'slack refused the feedback buttons; sending plain 👍 / 👎 buttons instead');
+    args.blocks = plain;
+    return true;
   }
 
   private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments) {
@@ -294,16 +318,21 @@ export class SlackPoster {
     const stored = RENDER_LEVELS.find((l) => l === post.render_level) ?? 'full';
     const notes = chartNotes(await getComparisonFile(this.db, teamId, postId));
     // From the level it was posted at down: a post recovered after a crash has no level recorded.
+    let plainFeedback = false;
     for (const level of RENDER_LEVELS.slice(RENDER_LEVELS.indexOf(stored))) {
       const message = renderPost(post.payload as unknown as StoredPostPayload, chosen, { level, notes });
       if (!message.blocks || message.blocks.length === 0) return;
+      const update = { channel: post.channel_id, ts: post.slack_ts, text: this.scrubber.scrub(message.text), blocks: this.scrubber.scrubValue(message.blocks) as unknown[] };
+      if (plainFeedback) update.blocks = feedbackAsPlainButtons(update.blocks) ?? update.blocks;
       try {
-        await this.clients.writer.chat.update({
-          channel: post.channel_id,
-          ts: post.slack_ts,
-          text: this.scrubber.scrub(message.text),
-          blocks: this.scrubber.scrubValue(message.blocks) as never,
-        });
+        try {
+          await this.clients.writer.chat.update(update as never);
+        } catch (error) {
+          const e = error as SlackErrorLike;
+          if (plainFeedback || !(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && this.plainFeedbackFallback(postId, update))) throw error;
+          plainFeedback = true;
+          await this.clients.writer.chat.update(update as never);
+        }
         if (level !== stored) await setPostRenderLevel(this.db, teamId, postId, level);
         return;
       } catch (error) {

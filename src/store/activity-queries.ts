@@ -2,6 +2,7 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Db } from './db.js';
 import type { TriggerKind } from './tables.js';
+import { toFeedbackSummary, type VerdictFeedbackSummary } from './verdict-feedback.js';
 
 /** `mine`: chats the viewer owns; `team`: every chat of the viewer's workspace. */
 export type ActivityScope = 'mine' | 'team';
@@ -47,6 +48,8 @@ export interface ActivityEntry {
   creditsCharged: string | null;
   /** Estimates of the started resources not charged yet and not failed. */
   creditsInFlight: string;
+  /** Votes on the verdict this turn wrote (feedback buttons); null when it wrote none or nobody voted. */
+  feedback?: VerdictFeedbackSummary | null;
 }
 
 export interface ActivityTotals {
@@ -80,6 +83,7 @@ interface ActivityRow {
   live_resources: unknown;
   credits_charged: string | null;
   credits_in_flight: string;
+  feedback_votes: unknown;
 }
 
 async function queryActivity(
@@ -113,6 +117,9 @@ async function queryActivity(
       sql<unknown>`r.resources`.as('live_resources'),
       sql<string | null>`r.charged::text`.as('credits_charged'),
       sql<string>`coalesce(r.in_flight, 0)::numeric(20,4)::text`.as('credits_in_flight'),
+      sql<unknown>`(
+        select jsonb_agg(jsonb_build_object('userId', f.user_id, 'vote', f.vote) order by f.created_at, f.id)
+        from verdict_feedback f where f.team_id = a.team_id and f.turn_id = a.turn_id)`.as('feedback_votes'),
     ])
     .leftJoinLateral(
       (eb) =>
@@ -207,6 +214,7 @@ async function toEntries(db: Db, teamId: string, rows: ActivityRow[]): Promise<A
       creditsEstimated: row.credits_estimated,
       creditsCharged: row.credits_charged,
       creditsInFlight: row.credits_in_flight,
+      feedback: toFeedbackSummary(row.feedback_votes),
     };
   });
 }

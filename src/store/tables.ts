@@ -194,6 +194,36 @@ export interface ButtonGrantsTable {
   grant: Json<unknown>;
 }
 
+export interface PlanMessagesTable {
+  team_id: string;
+  chat_id: BigId;
+  channel_id: string;
+  thread_ts: string;
+  slack_ts: string | null;
+  post_attempts: Generated<number>;
+  /** The plan view last drawn in Slack (src/agent/plan-progress.ts), to skip a write that changes nothing. */
+  state: Json<unknown> | null;
+  /** Slack refused the blocks once: the message is kept as text. */
+  text_only: Generated<boolean>;
+  /** When Slack last took a write of it: the next waits the plan update interval (src/slack/limits.ts). */
+  written_at: NullableTimestamp;
+  created_at: Generated<Timestamp>;
+}
+
+/** One person's vote on one verdict message; a later click changes it. */
+export interface VerdictFeedbackTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  /** The turn that wrote the verdict: the Activity line the vote shows on. */
+  turn_id: BigId;
+  post_id: BigId;
+  user_id: string;
+  vote: 'positive' | 'negative';
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   chats: ChatsTable;
   triggers: TriggersTable;
@@ -208,6 +238,8 @@ export interface Database {
   launch_authorizations: LaunchAuthorizationsTable;
   button_choices: ButtonChoicesTable;
   button_grants: ButtonGrantsTable;
+  plan_messages: PlanMessagesTable;
+  verdict_feedback: VerdictFeedbackTable;
   comparison_files: ComparisonFilesTable;
 }
 
@@ -235,3 +267,4 @@ export type StoredMessage = Selectable<MessagesTable>;
 export type Post = Selectable<PostsTable>;
 export type Resource = Selectable<ResourcesTable>;
 export type Activity = Selectable<ActivityTable>;
+export type PlanMessageRow = Selectable<PlanMessagesTable>;

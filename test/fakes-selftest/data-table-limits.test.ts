@@ -1,4 +1,4 @@
-// The fake Slack refuses the data tables and charts Slack's docs say it refuses, and the blocks a workspace does not take.
+// The fake Slack refuses the data tables and charts Slack's docs say it refuses.
 import { describe, expect, it } from 'vitest';
 import { validateBlocks } from '../kit/fakes/slack/index.js';
 
@@ -28,11 +28,6 @@ describe('fake Slack: data_table', () => {
   it('counts the cells of every table of a message toward 10,000 characters', () => {
     const rows = Array.from({ length: 60 }, () => [cell('z'.repeat(100))]);
     expect(messages([{ type: 'table', rows }, table(rows)]).join()).toContain('table cells of one message must total at most 10000');
-  });
-
-  it('refuses block types the workspace does not take', () => {
-    const problems = validateBlocks([table([[cell('a')], [cell('b')]])], 'message', '/blocks', ['data_table']);
-    expect(problems).toEqual([{ pointer: '/blocks/0/type', message: 'unsupported type: data_table' }]);
   });
 });
 

@@ -1,7 +1,7 @@
 // Proves the Slack request helpers are accepted by a real Bolt HTTP receiver wired to the fake Slack API.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { App, LogLevel } from '@slack/bolt';
+import { App, LogLevel, type BlockFeedbackButtonsAction } from '@slack/bolt';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { appHomeOpened, appMention, botMessage, type FakeSlack, sendBlockAction, sendEvent, sendUrlVerification, startFakeSlack, threadMessage } from '../kit/fakes/slack/index.js';
 
@@ -35,6 +35,10 @@ describe('signed Slack requests to a Bolt HTTP receiver', () => {
     app.action('approve', async ({ ack, body, action }) => {
       await ack();
       seen.push({ kind: 'action', payload: { body, action } as never });
+    });
+    app.action<BlockFeedbackButtonsAction>('rate', async ({ ack, body, action }) => {
+      await ack();
+      seen.push({ kind: 'feedback', payload: { body, action } as never });
     });
     const server = (await app.start({ port: 0, host: '127.0.0.1' })) as Server;
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
@@ -111,5 +115,22 @@ describe('signed Slack requests to a Bolt HTTP receiver', () => {
       channel: { id: 'C1' },
       message: { ts: '1733150000.000200', thread_ts: '1733150000.000100' },
     });
+  });
+
+  it('delivers a click on a feedback_buttons element as Bolt types it: the element\'s action id, the clicked button\'s value', async () => {
+    const delivery = await sendBlockAction(url, SECRET, {
+      user: 'U2',
+      channel: 'C1',
+      messageTs: '1733150000.000300',
+      actionId: 'rate',
+      value: 'negative',
+      actionText: '👎',
+      elementType: 'feedback_buttons',
+    });
+    expect(delivery.status).toBe(200);
+    const payload = seen[0]?.payload as { body: Record<string, unknown>; action: Record<string, unknown> };
+    expect(seen[0]?.kind).toBe('feedback');
+    expect(payload.action).toMatchObject({ type: 'feedback_buttons', action_id: 'rate', value: 'negative', text: { type: 'plain_text', text: '👎' } });
+    expect(payload.body).toMatchObject({ type: 'block_actions', container: { type: 'message', message_ts: '1733150000.000300', channel_id: 'C1' } });
   });
 });

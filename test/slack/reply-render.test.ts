@@ -38,8 +38,10 @@ describe('the reply renderer', () => {
     const { text, blocks } = renderReply(reply);
     expect(text).toBe(`<@${OWNER}> *Launched* run r1.`);
     expect(types(blocks).slice(0, 4)).toEqual(['section', 'header', 'section', 'table']);
-    expect(types(blocks).slice(-3)).toEqual(['section', 'actions', 'context']);
-    expect(textOf(blocks.at(-3))).toContain('*Total:* 4.00 credits');
+    // The verdict's feedback buttons sit after the comparison (its cost line) and before the next steps.
+    expect(types(blocks).slice(-4)).toEqual(['section', 'context_actions', 'actions', 'context']);
+    expect(textOf(blocks.at(-4))).toContain('*Total:* 4.00 credits');
+    expect(blocks.at(-3)).toMatchObject({ type: 'context_actions', elements: [{ type: 'feedback_buttons', action_id: ACTION_IDS.verdictFeedback }] });
     expect(textOf(blocks.at(-1))).toContain('Sandbox platform: simulated');
     expect(blocks.at(-2)).toMatchObject({ type: 'actions', elements: [{ action_id: ACTION_IDS.nextStep, style: 'primary', text: { text: 'Keep the base model' } }] });
     expect(validateBlocks(blocks, 'message')).toEqual([]);

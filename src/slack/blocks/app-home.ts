@@ -4,6 +4,7 @@ import type { ActivityEntry, ActivityResource, ActivityScope, ActivityTotals } f
 import { ACTION_IDS } from '../action-ids.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
 import { escapeMrkdwn, fromModelMarkdown, link, mentionChannel, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
+import { feedbackLine, feedbackVotesCell } from './feedback.js';
 import { capBlocks } from './reply.js';
 
 export { escapeMrkdwn, truncateMrkdwn };
@@ -151,6 +152,7 @@ function entryBlocks(entry: ActivityEntry, scope: ActivityScope): unknown[] {
   const shown = entry.resources.slice(0, RESOURCE_LINES_MAX);
   if (shown.length > 0) lines.push('*Started:*', ...shown.map(resourceLine));
   if (entry.resources.length > shown.length) lines.push(`_…+${entry.resources.length - shown.length} more resources_`);
+  if (entry.feedback) lines.push(feedbackLine(entry.feedback));
 
   const chat = [mentionChannel(entry.channelId)];
   if (entry.threadPermalink) chat.push(link(entry.threadPermalink, 'thread'));
@@ -275,6 +277,9 @@ export const CSV_COLUMNS = [
   'credits_charged',
   'user',
   'message_permalink',
+  'feedback_positive',
+  'feedback_negative',
+  'votes',
 ] as const;
 
 function csvResources(resources: readonly ActivityResource[]): string {
@@ -315,6 +320,9 @@ export function buildActivityCsv(rows: readonly ActivityEntry[]): string {
       credits_charged: row.creditsCharged,
       user: row.ownerUserId,
       message_permalink: row.postPermalink,
+      feedback_positive: String(row.feedback?.positive ?? 0),
+      feedback_negative: String(row.feedback?.negative ?? 0),
+      votes: feedbackVotesCell(row.feedback),
     }),
   );
   return stringify(records, {

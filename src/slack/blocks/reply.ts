@@ -8,6 +8,7 @@ import { SLACK_LIMITS, splitText, truncate } from '../limits.js';
 import { escapeMrkdwn, fromModelMarkdown, mentionUser, truncateMrkdwn } from '../mrkdwn.js';
 import { choiceBlock, type MadeChoice } from './button-choices.js';
 import { buildComparisonBlocks } from './comparison.js';
+import { verdictFeedbackBlock } from './feedback.js';
 
 export interface MessagePayload {
   text: string;
@@ -158,12 +159,12 @@ export function replyText(reply: Pick<Reply, 'to' | 'text'>): string {
 }
 
 /**
- * Keeps at most `max` blocks. Buttons are kept (a choice offered must stay clickable); other blocks
+ * Keeps at most `max` blocks. Buttons (and feedback buttons) are kept (a choice offered must stay clickable); other blocks
  * are kept in order while there is room, and the first one cut gives way to "+N more not shown".
  */
 export function capBlocks<B>(blocks: readonly B[], max: number = SLACK_LIMITS.blocksPerMessage): Array<B | KnownBlock> {
   if (blocks.length <= max) return [...blocks];
-  const isActions = (b: B) => (b as { type?: unknown } | null)?.type === 'actions';
+  const isActions = (b: B) => ['actions', 'context_actions'].includes(String((b as { type?: unknown } | null)?.type));
   const keep = new Set(blocks.flatMap((b, i) => (isActions(b) ? [i] : [])).slice(0, max - 1));
   let room = max - 1 - keep.size;
   blocks.forEach((b, i) => {
@@ -227,6 +228,8 @@ export function renderReply(
           }),
         );
         tables += 1;
+        // Feedback on the verdict, after the comparison and before the next-step buttons.
+        blocks.push(verdictFeedbackBlock());
         break;
       case 'progress':
         blocks.push(...progressBlocks(part));

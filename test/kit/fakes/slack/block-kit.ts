@@ -80,7 +80,36 @@ class Checker {
     this.text(value.deny, `${pointer}/deny`, 'deny button', { max: 30, plainOnly: true });
   }
 
-  element(value: unknown, pointer: string, actionIds: Set<string>): void {
+  /** One button of a feedback_buttons element (Slack's docs: plain_text text up to 75, value up to 2000, label up to 75). */
+  feedbackButton(value: unknown, pointer: string, which: string): void {
+    if (!isObj(value)) {
+      this.add(pointer, `feedback_buttons ${which} is required`);
+      return;
+    }
+    this.text(value.text, `${pointer}/text`, `${which} text`, { max: 75, required: true, plainOnly: true });
+    if (typeof value.value !== 'string' || value.value.length === 0) this.add(`${pointer}/value`, `${which} value is required`);
+    this.maxLength(value.value, `${pointer}/value`, `${which} value`, 2000);
+    this.maxLength(value.accessibility_label, `${pointer}/accessibility_label`, `${which} accessibility_label`, 75);
+  }
+
+  /**
+   * A context_actions block's element: feedback_buttons or icon_button only (@slack/types
+   * ContextActionsBlockElement); feedback_buttons is refused anywhere else (see `element`).
+   */
+  contextActionsElement(value: unknown, pointer: string, actionIds: Set<string>): void {
+    if (!isObj(value) || (value.type !== 'feedback_buttons' && value.type !== 'icon_button')) {
+      this.add(pointer, `context_actions elements must be feedback_buttons or icon_button (got ${String(isObj(value) ? value.type : value)})`);
+      return;
+    }
+    if (value.type === 'icon_button') {
+      if (typeof value.icon !== 'string' || value.icon.length === 0) this.add(`${pointer}/icon`, 'icon_button icon is required');
+      this.text(value.text, `${pointer}/text`, 'icon_button text', { max: 75, required: true, plainOnly: true });
+      this.maxLength(value.value, `${pointer}/value`, 'icon_button value', 2000);
+    }
+    this.element(value, pointer, actionIds, 'context_actions');
+  }
+
+  element(value: unknown, pointer: string, actionIds: Set<string>, container = 'other'): void {
     if (!isObj(value) || typeof value.type !== 'string') {
       this.add(pointer, 'element must be an object with a string type');
       return;
@@ -101,6 +130,7 @@ class Checker {
         this.text(value.text, `${pointer}/text`, 'button text', { max: 75, required: true, plainOnly: true });
         this.maxLength(value.value, `${pointer}/value`, 'button value', 2000);
         this.maxLength(value.url, `${pointer}/url`, 'button url', 3000);
+        this.maxLength(value.accessibility_label, `${pointer}/accessibility_label`, 'button accessibility_label', 75);
         if (value.style !== undefined && value.style !== 'primary' && value.style !== 'danger') {
           this.add(`${pointer}/style`, `button style must be primary or danger (got ${String(value.style)})`);
         }
@@ -120,6 +150,14 @@ class Checker {
       case 'image':
         this.maxLength(value.image_url, `${pointer}/image_url`, 'image_url', 3000);
         this.maxLength(value.alt_text, `${pointer}/alt_text`, 'alt_text', 2000);
+        break;
+      case 'feedback_buttons':
+        if (container !== 'context_actions') {
+          this.add(pointer, 'feedback_buttons can only be used in a context_actions block');
+          break;
+        }
+        this.feedbackButton(value.positive_button, `${pointer}/positive_button`, 'positive_button');
+        this.feedbackButton(value.negative_button, `${pointer}/negative_button`, 'negative_button');
         break;
       case 'plain_text_input':
         this.text(value.placeholder, `${pointer}/placeholder`, 'placeholder', { max: 150, plainOnly: true });
@@ -241,12 +279,61 @@ function dataVisualization(c: Checker, block: Obj, p: string): void {
   });
 }
 
+const TASK_STATUSES = new Set(['pending', 'in_progress', 'complete', 'error']);
+
+/** A task card's details or output: one rich_text block whose elements are rich text sections, lists, quotes or preformatted text. */
+function richTextObject(c: Checker, value: unknown, pointer: string, what: string): void {
+  if (value === undefined) return;
+  if (!isObj(value) || value.type !== 'rich_text') return c.add(pointer, `${what} must be a rich_text block`);
+  if (!Array.isArray(value.elements) || value.elements.length === 0) return c.add(`${pointer}/elements`, `${what} elements must be a non-empty array`);
+  value.elements.forEach((el: unknown, i) => {
+    const p = `${pointer}/elements/${i}`;
+    if (!isObj(el) || !['rich_text_section', 'rich_text_list', 'rich_text_quote', 'rich_text_preformatted'].includes(String(el.type))) {
+      return c.add(p, `${what} element must be a rich_text_section, rich_text_list, rich_text_quote or rich_text_preformatted`);
+    }
+    if (!Array.isArray(el.elements)) return c.add(`${p}/elements`, `${what} ${String(el.type)} needs elements`);
+    el.elements.forEach((inline: unknown, j) => {
+      const q = `${p}/elements/${j}`;
+      if (!isObj(inline) || typeof inline.type !== 'string') return c.add(q, 'rich text element must be an object with a string type');
+      if (inline.type === 'text' && typeof inline.text !== 'string') c.add(`${q}/text`, 'rich text text element needs a string text');
+      if (inline.type === 'date') {
+        if (typeof inline.timestamp !== 'number' || !Number.isInteger(inline.timestamp)) c.add(`${q}/timestamp`, 'date element needs a UNIX timestamp in seconds');
+        if (typeof inline.format !== 'string' || inline.format.length === 0) c.add(`${q}/format`, 'date element needs a format');
+      }
+      if (inline.type === 'link' && typeof inline.url !== 'string') c.add(`${q}/url`, 'link element needs a url');
+    });
+  });
+}
+
+/** A task card (task-card-block reference, @slack/types TaskCardBlock): task_id, title, status, optional rich text and url sources. */
+function taskCard(c: Checker, block: Obj, p: string, taskIds: Set<string>): void {
+  if (typeof block.task_id !== 'string' || block.task_id.length === 0) c.add(`${p}/task_id`, 'task_card task_id is required');
+  else {
+    if (taskIds.has(block.task_id)) c.add(`${p}/task_id`, `task_id ${block.task_id} is not unique`);
+    taskIds.add(block.task_id);
+  }
+  if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'task_card title is required plain text');
+  if (block.status !== undefined && !TASK_STATUSES.has(String(block.status))) {
+    c.add(`${p}/status`, `task_card status must be pending, in_progress, complete or error (got ${String(block.status)})`);
+  }
+  richTextObject(c, block.details, `${p}/details`, 'task_card details');
+  richTextObject(c, block.output, `${p}/output`, 'task_card output');
+  if (block.sources !== undefined) {
+    if (!Array.isArray(block.sources)) c.add(`${p}/sources`, 'task_card sources must be an array');
+    else
+      block.sources.forEach((source: unknown, i) => {
+        if (!isObj(source) || source.type !== 'url' || typeof source.url !== 'string' || typeof source.text !== 'string') {
+          c.add(`${p}/sources/${i}`, 'a source must be a url element with a url and a text');
+        } else c.maxLength(source.url, `${p}/sources/${i}/url`, 'source url', 3000);
+      });
+  }
+}
+
 /**
  * Checks blocks against the Block Kit limits Slack enforces and returns every problem found
  * (an empty list means Slack would accept them). `basePointer` names the argument, e.g. `/blocks`.
- * `refusedTypes`: block types this workspace's Slack does not take (answered like an unknown type).
  */
-export function validateBlocks(blocks: unknown, surface: BlockSurface, basePointer = '/blocks', refusedTypes: readonly string[] = []): BlockProblem[] {
+export function validateBlocks(blocks: unknown, surface: BlockSurface, basePointer = '/blocks'): BlockProblem[] {
   const c = new Checker();
   if (!Array.isArray(blocks)) {
     c.add(basePointer, 'blocks must be an array');
@@ -257,6 +344,7 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
     c.add(basePointer, `no more than ${maxBlocks} blocks are allowed in a ${surface} (got ${blocks.length})`);
   }
   const blockIds = new Set<string>();
+  const taskIds = new Set<string>();
   let markdownChars = 0;
   let tables = 0;
   let charts = 0;
@@ -277,10 +365,6 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
       }
     }
     const actionIds = new Set<string>();
-    if (refusedTypes.includes(block.type)) {
-      c.add(`${p}/type`, `unsupported type: ${block.type}`);
-      return;
-    }
     switch (block.type) {
       case 'section': {
         if (block.text === undefined && block.fields === undefined) {
@@ -315,6 +399,11 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
             c.text(el, `${p}/elements/${j}`, 'context text', { max: 3000 });
           } else c.element(el, `${p}/elements/${j}`, actionIds);
         });
+        break;
+      case 'context_actions':
+        c.elements(block.elements, `${p}/elements`, 'context_actions', 5).forEach((el, j) =>
+          c.contextActionsElement(el, `${p}/elements/${j}`, actionIds),
+        );
         break;
       case 'image':
         if (block.image_url === undefined && block.slack_file === undefined) c.add(p, 'image block needs image_url or slack_file');
@@ -361,6 +450,21 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
         charts += 1;
         dataVisualization(c, block, p);
         break;
+      case 'task_card':
+        taskCard(c, block, p, taskIds);
+        break;
+      case 'plan': {
+        if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'plan title is required plain text');
+        if (block.tasks !== undefined) {
+          if (!Array.isArray(block.tasks)) c.add(`${p}/tasks`, 'plan tasks must be an array of task_card blocks');
+          else
+            block.tasks.forEach((task: unknown, j) => {
+              if (!isObj(task) || task.type !== 'task_card') c.add(`${p}/tasks/${j}`, 'plan tasks must be task_card blocks');
+              else taskCard(c, task, `${p}/tasks/${j}`, taskIds);
+            });
+        }
+        break;
+      }
       default:
         break;
     }
@@ -387,4 +491,21 @@ export function validateView(view: unknown, surface: 'home'): BlockProblem[] {
   c.maxLength(view.callback_id, '/view/callback_id', 'callback_id', 255);
   c.maxLength(view.external_id, '/view/external_id', 'external_id', 255);
   return [...c.problems, ...validateBlocks(view.blocks ?? [], surface, '/view/blocks')];
+}
+
+/**
+ * The block and element types in blocks (nested elements included), for a fake workspace told to
+ * refuse some of them as a Slack that does not take them yet would.
+ */
+export function blockTypesIn(blocks: readonly unknown[]): Set<string> {
+  const types = new Set<string>();
+  for (const block of blocks) {
+    if (!isObj(block)) continue;
+    if (typeof block.type === 'string') types.add(block.type);
+    const elements = Array.isArray(block.elements) ? block.elements : [];
+    for (const el of [...elements, block.accessory, block.element]) {
+      if (isObj(el) && typeof el.type === 'string') types.add(el.type);
+    }
+  }
+  return types;
 }

@@ -1,6 +1,6 @@
 // Messages and threads: chat.postMessage, chat.update, chat.postEphemeral, chat.getPermalink,
 // conversations.replies (paginated, with metadata on request) and conversations.open.
-import { validateBlocks } from './block-kit.js';
+import { blockTypesIn, validateBlocks } from './block-kit.js';
 import type { Workspace } from './state.js';
 import type { FakeEphemeral, FakeMessage } from './types.js';
 import { fail, isObj, ok, refuseInvalid, str, truthy, type Answer, type MethodHandler } from './wire.js';
@@ -20,7 +20,13 @@ function checkMessageContent(
   }
   if (args.blocks !== undefined) {
     if (!Array.isArray(args.blocks)) return refuseInvalid(ws.violations, method, 'invalid_blocks_format', [{ pointer: '/blocks', message: 'blocks must be a JSON array' }]);
-    const problems = validateBlocks(args.blocks, 'message', '/blocks', ws.options.refuseBlockTypes ?? []);
+    const refused = [...blockTypesIn(args.blocks)].filter((t) => ws.refusedBlockTypes.has(t));
+    if (refused.length > 0) {
+      // A configured refusal (a Slack without this block yet): answered as Slack does, not a bot error.
+      const details = refused.map((t) => `unsupported type: ${t} [json-pointer:/blocks]`);
+      return fail('invalid_blocks', { errors: details, response_metadata: { messages: details.map((d) => `[ERROR] ${d}`) } });
+    }
+    const problems = validateBlocks(args.blocks, 'message');
     if (problems.length > 0) return refuseInvalid(ws.violations, method, 'invalid_blocks', problems);
   }
   if (Array.isArray(args.attachments)) {

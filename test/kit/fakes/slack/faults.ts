@@ -7,6 +7,8 @@ export interface Faults {
   injected(method: string): Answer | undefined;
   /** Records a chat.postMessage to `channel`; true when it must be answered 429 (only with `enforceRateLimit`). */
   rateLimited(channel: string, now: number): boolean;
+  /** Records a chat.update of `teamId`; seconds to wait when it must be answered 429 (tier 3, only with `enforceRateLimit`). */
+  updateRateLimited(teamId: string, now: number): number | undefined;
   failNext(method: string, n: number, response: SlackFailure): void;
   clear(): void;
 }
@@ -15,6 +17,8 @@ export function createFaults(options: FakeSlackOptions, violations: string[]): F
   const rateLimit = options.rateLimit ?? { max: 3, windowMs: 1000 };
   const failures = new Map<string, SlackFailure[]>();
   const postTimes = new Map<string, number[]>();
+  const updateLimit = options.updateRateLimit ?? { max: 50, windowMs: 60_000 };
+  const updateTimes = new Map<string, number[]>();
   return {
     injected: (method) => {
       const queue = failures.get(method);
@@ -42,6 +46,17 @@ export function createFaults(options: FakeSlackOptions, violations: string[]): F
       postTimes.set(channel, times);
       return exceeded && options.enforceRateLimit === true;
     },
+    updateRateLimited: (teamId, now) => {
+      const times = (updateTimes.get(teamId) ?? []).filter((t) => now - t < updateLimit.windowMs);
+      const exceeded = times.length >= updateLimit.max;
+      if (exceeded) {
+        violations.push(`chat.update: more than ${updateLimit.max} calls in ${teamId} within ${updateLimit.windowMs} ms (tier 3)`);
+      }
+      if (!(exceeded && options.enforceRateLimit)) times.push(now);
+      updateTimes.set(teamId, times);
+      if (!(exceeded && options.enforceRateLimit === true)) return undefined;
+      return Math.max(1, Math.ceil((times[0]! + updateLimit.windowMs - now) / 1000));
+    },
     failNext: (method, n, response) => {
       const queue = failures.get(method) ?? [];
       for (let i = 0; i < n; i += 1) queue.push({ ...response });
@@ -50,6 +65,7 @@ export function createFaults(options: FakeSlackOptions, violations: string[]): F
     clear: () => {
       failures.clear();
       postTimes.clear();
+      updateTimes.clear();
     },
   };
 }

@@ -5,3 +5,4 @@ export { startMiniSlack, type MiniSlack } from './socket-mode.js';
 export type * from './types.js';
 export * from './requests.js';
 export { validateBlocks, validateView, type BlockProblem, type BlockSurface } from './block-kit.js';
+export { planStates, type PlanState, type PlanTaskState } from './plan-states.js';

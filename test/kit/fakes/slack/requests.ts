@@ -264,6 +264,11 @@ export interface BlockActionInput extends SigningOptions {
   blockId?: string;
   /** Button label; the action id by default. */
   actionText?: string;
+  /**
+   * The clicked element: a `button` (default) or one button of a `feedback_buttons` element, which
+   * Slack reports with the element's action id, the clicked button's value and its text.
+   */
+  elementType?: 'button' | 'feedback_buttons';
   triggerId?: string;
   responseUrl?: string;
   /** The message as Slack would include it (e.g. taken from the fake's record); a minimal bot message by default. */
@@ -326,7 +331,7 @@ export function blockActionPayload(input: BlockActionInput): Record<string, unkn
         block_id: blockId,
         text: { type: 'plain_text', text: input.actionText ?? input.actionId, emoji: true },
         ...(input.value !== undefined ? { value: input.value } : {}),
-        type: 'button',
+        type: input.elementType ?? 'button',
         action_ts: actionTs,
       },
     ],

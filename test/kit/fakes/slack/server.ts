@@ -7,6 +7,7 @@ import { authMethods } from './auth.js';
 import { chatMethods } from './chat.js';
 import { createFaults } from './faults.js';
 import { fileRoutes } from './files.js';
+import { planStates } from './plan-states.js';
 import { createWorkspace } from './state.js';
 import type { FakeMessage, FakeSlack, FakeSlackOptions, SlackCall } from './types.js';
 import { viewMethods } from './views.js';
@@ -45,6 +46,12 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       const channel = str(args.channel);
       if (channel && faults.rateLimited(/^[UW]/.test(channel) ? `D${channel}` : channel, Date.now())) {
         return { answer: { status: 429, body: { ok: false, error: 'ratelimited' }, headers: { 'Retry-After': '1' } }, team };
+      }
+    }
+    if (method === 'chat.update') {
+      const retryAfter = faults.updateRateLimited(team.teamId, Date.now());
+      if (retryAfter !== undefined) {
+        return { answer: { status: 429, body: { ok: false, error: 'ratelimited' }, headers: { 'Retry-After': String(retryAfter) } }, team };
       }
     }
     const handler = handlers[method];
@@ -114,6 +121,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     homeViews: ws.homeViews,
     ephemerals: ws.ephemerals,
     callsTo: (method) => ws.calls.filter((c) => c.method === method),
+    planStates: (filter) => planStates(ws.calls, filter),
     messages: (channel, threadTs) =>
       ws.messages.filter(
         (m) =>
@@ -165,6 +173,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       });
     },
     failNext: faults.failNext,
+    refuseBlockTypes: (types) => {
+      for (const t of types) ws.refusedBlockTypes.add(t);
+    },
     reset: () => {
       ws.clear();
       faults.clear();

@@ -19,6 +19,8 @@ export interface Workspace {
   files: Map<string, FakeFile>;
   /** Files users shared. */
   sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
+  /** Block and element types this workspace refuses with `invalid_blocks`. */
+  refusedBlockTypes: Set<string>;
   /** The workspace a token belongs to; undefined for an unknown token when `rejectUnknownTokens`. */
   teamFor(token: string): Team | undefined;
   findMessage(channel: string | undefined, ts: string | undefined): FakeMessage | undefined;
@@ -49,6 +51,7 @@ export function createWorkspace(options: FakeSlackOptions): Workspace {
     homeViews: new Map(),
     files: new Map(),
     sharedFiles: new Map(),
+    refusedBlockTypes: new Set(options.refuseBlockTypes ?? []),
     teamFor: (token) => {
       const known = options.teams?.[token];
       if (known) {

@@ -1,4 +1,5 @@
 // The fake Slack's public types: options, recorded calls, messages, files, failures and the handle.
+import type { PlanState } from './plan-states.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {
@@ -23,17 +24,19 @@ export interface FakeSlackOptions {
   /** The bot's bot id in the default workspace, `BBOT` unless set. */
   botId?: string;
   appId?: string;
-  /**
-   * Block types this workspace's Slack does not take yet (a newer block not rolled out to it): a
-   * message holding one is answered invalid_blocks, as Slack answers a block type it does not know.
-   */
-  refuseBlockTypes?: readonly string[];
   /** Answer `invalid_auth` to tokens missing from `teams`. */
   rejectUnknownTokens?: boolean;
   /** Answer chat.postMessage bursts above `rateLimit` with 429 + Retry-After 1 instead of only recording them. */
   enforceRateLimit?: boolean;
   /** Burst window for chat.postMessage per channel: more than `max` posts within `windowMs` is a violation. */
   rateLimit?: { max: number; windowMs: number };
+  /** chat.update's tier 3: calls per workspace per window (Slack: 50+ a minute). Above it, a violation (a 429 with `enforceRateLimit`). */
+  updateRateLimit?: { max: number; windowMs: number };
+  /**
+   * Block or element types this workspace does not take (e.g. `context_actions`): a message holding
+   * one is answered `invalid_blocks`, as Slack answers a block it does not support. Not a violation.
+   */
+  refuseBlockTypes?: readonly string[];
 }
 
 /** One HTTP request the fake answered, in arrival order. */
@@ -156,6 +159,8 @@ export interface FakeSlack {
   homeViews: Map<string, Record<string, unknown>>;
   ephemerals: FakeEphemeral[];
   callsTo(method: string): SlackCall[];
+  /** Each state of the plan messages Slack took, in order (test/kit/fakes/slack/plan-states.ts). */
+  planStates(filter?: { channel?: string; threadTs?: string; metadataType?: string }): PlanState[];
   messages(channel?: string, threadTs?: string): FakeMessage[];
   seedMessage(message: SeedMessage): FakeMessage;
   /**
@@ -168,6 +173,8 @@ export interface FakeSlack {
   sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
   waitFor(predicate: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall>;
   failNext(method: string, n: number, response: SlackFailure): void;
+  /** From now on, refuse messages holding these block or element types (see `refuseBlockTypes` in the options). */
+  refuseBlockTypes(types: readonly string[]): void;
   reset(): void;
   stop(): Promise<void>;
 }

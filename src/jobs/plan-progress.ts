@@ -1,0 +1,50 @@
+// The live plan message as jobs: a kick when a turn may have changed the plan, and, while a step runs
+// (or a write had to wait), a keyed poll that reschedules itself. Both run on one queue per chat, so
+// two writes of one message never race, in this process or another replica.
+import type { Task, TaskList, WorkerUtils } from 'graphile-worker';
+import type { Logger } from 'pino';
+import type { PlanSyncResult } from '../slack/plan-message.js';
+import { PLAN_PROGRESS_TASK } from './task-names.js';
+
+interface PlanProgressPayload {
+  teamId: string;
+  chatId: string;
+}
+
+const queueOf = (p: PlanProgressPayload) => `plan:${p.teamId}:${p.chatId}`;
+const pollKeyOf = (p: PlanProgressPayload) => `plan-poll:${p.teamId}:${p.chatId}`;
+
+export interface PlanProgressScheduler {
+  /** Runs a sync of the chat's plan message now (unkeyed: a kick is never lost to a pending poll). */
+  kick(teamId: string, chatId: string): Promise<void>;
+}
+
+/** Jobs go through the worker's utils once the worker runs; before that, nothing is scheduled. */
+export function createPlanProgressScheduler(utils: () => WorkerUtils | undefined): PlanProgressScheduler {
+  return {
+    kick: async (teamId, chatId) => {
+      const payload = { teamId, chatId };
+      await utils()?.addJob(PLAN_PROGRESS_TASK, payload, { queueName: queueOf(payload), maxAttempts: 5 });
+    },
+  };
+}
+
+export function createPlanProgressTasks(deps: {
+  logger: Logger;
+  sync(teamId: string, chatId: string): Promise<PlanSyncResult>;
+}): TaskList {
+  const task: Task = async (raw, helpers) => {
+    const payload = raw as PlanProgressPayload;
+    const result = await deps.sync(payload.teamId, payload.chatId);
+    if (result.againInMs === undefined) return;
+    // One pending poll per chat: a later reschedule replaces it (a running one keeps going and loses its key).
+    await helpers.addJob(PLAN_PROGRESS_TASK, payload, {
+      queueName: queueOf(payload),
+      jobKey: pollKeyOf(payload),
+      jobKeyMode: 'replace',
+      runAt: new Date(Date.now() + result.againInMs),
+      maxAttempts: 5,
+    });
+  };
+  return { [PLAN_PROGRESS_TASK]: task };
+}

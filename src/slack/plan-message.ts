@@ -1,0 +1,191 @@
+// The plan, live: one message per chat, a plan block with a task card per step, posted once and
+// then rewritten with chat.update as the steps move.
+//
+// Why a message updated in place and not a stream (chat.startStream / appendStream / stopStream):
+// a stream belongs to one live writer and is meant to be closed within a reply; this plan lives for
+// the hours a training can take, across worker restarts and replicas, and a stopped stream cannot be
+// reopened. A message is durable, its ts is stored (plan_messages), any worker can rewrite it, and a
+// restart resumes where the last write left off. chat.update is tier 3 (50+ a minute per
+// workspace): the message is rewritten at most every 3 s, and the workspace's plan messages at most
+// every 1.5 s together (src/slack/limits.ts); a 429's Retry-After is honoured by rescheduling.
+import type { Logger } from 'pino';
+import { derivePlanView, pollIntervalMs, resourcesToWatch, type LiveResource, type PlanView, type StoredResource } from '../agent/plan-progress.js';
+import { parsePlan } from '../agent/plan.js';
+import { createScrubber, type SecretScrubber } from '../logger.js';
+import type { Platform } from '../platform/platform.js';
+import type { Db } from '../store/db.js';
+import { countPlanPostAttempt, getPlanMessage, planWriteWaitMs, recordPlanWrite, tryReserveSlot } from '../store/plan-messages.js';
+import { reservePostSlot } from '../store/posts.js';
+import { listChatResources } from '../store/resources.js';
+import { buildPlanMessage } from './blocks/plan.js';
+import { SLACK_LIMITS } from './limits.js';
+import type { SlackClients } from './poster.js';
+
+/** The metadata type of the plan message: how it is found again, and told apart from the step reports. */
+export const PLAN_METADATA_TYPE = 'verdict_bot_plan';
+
+/** A running step is read from the platform at least this often, and more often as it nears its finish, down to the update pace. */
+export const PLAN_POLL_MAX_MS = 60_000;
+
+/** The longest a sync sleeps for its workspace slot; beyond it, it is rescheduled. */
+const MAX_SLOT_WAIT_MS = 2000;
+
+/** The key under which the workspace's chat.update calls of plan messages are paced (a slot, not a channel). */
+const WORKSPACE_UPDATE_SLOT = '~plan-chat.update';
+
+export interface PlanSyncResult {
+  /** What happened, for logs and tests. */
+  outcome: 'no_plan' | 'unchanged' | 'posted' | 'updated' | 'paced' | 'rate_limited' | 'refused';
+  /** Run the sync again after this long: the write had to wait, or a step is running. */
+  againInMs?: number;
+  view?: PlanView;
+}
+
+export interface PlanMessengerDeps {
+  db: Db;
+  clients: SlackClients;
+  platform: Platform;
+  logger: Logger;
+  scrubber?: SecretScrubber;
+}
+
+interface SlackErrorLike {
+  code?: string;
+  retryAfter?: number;
+  data?: { error?: string };
+}
+
+interface StoredState {
+  /** The exact message last written, to skip a write that changes nothing. */
+  rendered: string;
+  view: PlanView;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function readLive(platform: Platform, kind: 'run' | 'training', id: string): Promise<LiveResource> {
+  if (kind === 'run') {
+    const run = await platform.getRun(id);
+    return { status: run.status, questions: run.progress, estimatedFinishAt: run.estimatedFinishAt, webUrl: run.webUrl };
+  }
+  const job = await platform.getTraining(id);
+  return { status: job.status, fraction: job.progress, steps: job.steps, estimatedFinishAt: job.estimatedFinishAt, webUrl: job.webUrl };
+}
+
+/**
+ * Brings a chat's plan message up to date: derives the plan's view, and posts or rewrites the
+ * message when what it shows changed, within the pace. Never throws for what Slack refuses
+ * (it is logged and the message kept as it was); throws on a transport failure so the job retries.
+ */
+export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, chatId: string): Promise<PlanSyncResult> {
+  const { db, logger } = deps;
+  const scrubber = deps.scrubber ?? createScrubber();
+  const chat = await db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
+  const plan = chat ? parsePlan(chat.plan) : undefined;
+  if (!chat || !plan) return { outcome: 'no_plan' };
+
+  const live = new Map<string, LiveResource>();
+  for (const watched of resourcesToWatch(plan)) {
+    try {
+      live.set(watched.id, await readLive(deps.platform, watched.kind, watched.id));
+    } catch (error) {
+      // The plan shows the step as running without its progress; the next poll tries again.
+      logger.warn({ err: error, chatId, resource: watched.id }, 'could not read a running step for the plan message');
+    }
+  }
+  const stored = new Map<string, StoredResource>();
+  for (const r of await listChatResources(db, teamId, chatId)) {
+    if (r.kind !== 'run' && r.kind !== 'training') continue;
+    const score = (r.details as { score?: unknown }).score;
+    stored.set(r.platform_id, { status: r.status, score: typeof score === 'number' ? score : null, priceCharged: r.price_charged, webUrl: r.web_url });
+  }
+  const view = derivePlanView({ plan, live, stored });
+  const again = view.running ? pollIntervalMs(view, Date.now(), SLACK_LIMITS.planUpdateIntervalMs, PLAN_POLL_MAX_MS) : undefined;
+  const row = await getPlanMessage(db, teamId, chatId);
+  const textOnly = row?.text_only ?? false;
+  const message = scrubber.scrubValue(buildPlanMessage(view, chat.owner_user_id));
+  const rendered = JSON.stringify({ textOnly, message });
+  const previous = row?.state as StoredState | null | undefined;
+  if (row?.slack_ts && previous?.rendered === rendered) return { outcome: 'unchanged', view, ...(again ? { againInMs: again } : {}) };
+
+  const wait = await planWriteWaitMs(db, teamId, chatId, SLACK_LIMITS.planUpdateIntervalMs);
+  if (wait > 0) return { outcome: 'paced', againInMs: Math.ceil(wait), view };
+
+  let slackTs = row?.slack_ts ?? undefined;
+  if (!slackTs) {
+    const attempt = await countPlanPostAttempt(db, { teamId, chatId, channelId: chat.channel_id, threadTs: chat.thread_ts });
+    // An earlier attempt may have reached Slack before its answer was recorded: look for it first.
+    if (attempt > 1) slackTs = await findPlanMessage(deps.clients, chat.channel_id, chat.thread_ts, chatId);
+  }
+
+  for (let blocks = !textOnly; ; blocks = false) {
+    try {
+      if (!slackTs) {
+        const slot = await reservePostSlot(db, teamId, chat.channel_id, SLACK_LIMITS.postIntervalMsPerChannel);
+        if (slot > 0) await sleep(slot);
+        const result = await deps.clients.writer.chat.postMessage({
+          channel: chat.channel_id,
+          thread_ts: chat.thread_ts,
+          text: message.text,
+          ...(blocks ? { blocks: message.blocks } : {}),
+          unfurl_links: false,
+          unfurl_media: false,
+          metadata: { event_type: PLAN_METADATA_TYPE, event_payload: { chat_id: chatId } },
+        });
+        slackTs = String(result.ts);
+        await recordPlanWrite(db, teamId, chatId, { slackTs, state: { rendered: JSON.stringify({ textOnly: !blocks, message }), view }, textOnly: !blocks });
+        return { outcome: 'posted', view, ...(again ? { againInMs: again } : {}) };
+      }
+      const slot = await tryReserveSlot(db, teamId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace, MAX_SLOT_WAIT_MS);
+      // Many plans running in one workspace: this one waits its turn as a scheduled job, not asleep in a worker.
+      if ('retryInMs' in slot) return { outcome: 'paced', againInMs: slot.retryInMs, view };
+      if (slot.waitMs > 0) await sleep(slot.waitMs);
+      await deps.clients.writer.chat.update({
+        channel: chat.channel_id,
+        ts: slackTs,
+        text: message.text,
+        // Text only clears the blocks (an empty list), so a refused plan never lingers half-drawn.
+        blocks: blocks ? message.blocks : [],
+      });
+      await recordPlanWrite(db, teamId, chatId, { slackTs, state: { rendered: JSON.stringify({ textOnly: !blocks, message }), view }, textOnly: !blocks });
+      return { outcome: 'updated', view, ...(again ? { againInMs: again } : {}) };
+    } catch (error) {
+      const e = error as SlackErrorLike;
+      if (e.code === 'slack_webapi_rate_limited_error') {
+        // Slack took nothing: the same write is made again after its Retry-After.
+        logger.warn({ chatId, retryAfter: e.retryAfter }, 'slack rate limited the plan message; waiting');
+        return { outcome: 'rate_limited', againInMs: Math.max(1, e.retryAfter ?? 1) * 1000, view };
+      }
+      if (e.code === 'slack_webapi_platform_error') {
+        const reason = e.data?.error ?? 'unknown_error';
+        if (reason === 'invalid_blocks' && blocks) {
+          logger.error({ chatId, reason }, 'slack refused the plan blocks; the plan is kept as text');
+          continue;
+        }
+        logger.error({ chatId, reason }, 'slack refused the plan message');
+        return { outcome: 'refused', view };
+      }
+      throw error;
+    }
+  }
+}
+
+async function findPlanMessage(clients: SlackClients, channel: string, threadTs: string, chatId: string): Promise<string | undefined> {
+  let cursor: string | undefined;
+  for (let page = 0; page < 20; page += 1) {
+    const result = await clients.reader.conversations.replies({
+      channel,
+      ts: threadTs,
+      include_all_metadata: true,
+      limit: 200,
+      ...(cursor ? { cursor } : {}),
+    });
+    for (const message of result.messages ?? []) {
+      const metadata = (message as { metadata?: { event_type?: string; event_payload?: { chat_id?: string } } }).metadata;
+      if (metadata?.event_type === PLAN_METADATA_TYPE && String(metadata.event_payload?.chat_id) === chatId) return message.ts;
+    }
+    cursor = result.response_metadata?.next_cursor || undefined;
+    if (!cursor) return undefined;
+  }
+  return undefined;
+}
