@@ -12,8 +12,9 @@ RUN npm run build && npm prune --omit=dev
 # Runtime stage: compiled code and production dependencies, as a non-root user, under an init process.
 FROM node:22-bookworm-slim
 # tini as PID 1 forwards SIGTERM/SIGINT to the bot's parent process (which stops its web role, then
-# its worker role, then the embedded PostgreSQL) and reaps exited processes.
-RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
+# its worker role, then the embedded PostgreSQL) and reaps exited processes. fonts-dejavu-core: the
+# font the comparison chart's PNG is drawn with (src/slack/chart/render.ts).
+RUN apt-get update && apt-get install -y --no-install-recommends tini fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules

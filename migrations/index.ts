@@ -6,6 +6,7 @@ import * as launchAuthorizations from './2026-12-03-002-launch-authorizations.js
 import * as buttonChoices from './2026-12-03-003-button-choices.js';
 import * as agentSessions from './2026-12-05-001-agent-sessions.js';
 import * as planMessages from './2026-12-05-002-plan-messages.js';
+import * as comparisonFiles from './2026-12-05-003-comparison-files.js';
 import * as verdictFeedback from './2026-12-05-004-verdict-feedback.js';
 
 export const migrations: Record<string, Migration> = {
@@ -15,5 +16,6 @@ export const migrations: Record<string, Migration> = {
   '2026-12-03-003-button-choices': buttonChoices,
   '2026-12-05-001-agent-sessions': agentSessions,
   '2026-12-05-002-plan-messages': planMessages,
+  '2026-12-05-003-comparison-files': comparisonFiles,
   '2026-12-05-004-verdict-feedback': verdictFeedback,
 };

@@ -22,6 +22,8 @@ type Block = {
   text?: { text: string };
   elements?: Array<{ type: string; text?: string | { text: string }; positive_button?: { text: { text: string } }; negative_button?: { text: { text: string } } }>;
   rows?: Array<Array<{ text: string }>>;
+  caption?: string;
+  title?: string;
 };
 
 function renderTable(rows: Array<Array<{ text: string }>>): string {
@@ -36,6 +38,8 @@ const shown = (mrkdwn: string) => mrkdwn.replace(/&lt;/g, '<').replace(/&gt;/g, 
 /** A plain-text rendering of a Block Kit message. */
 export function renderMessage(message: FakeMessage): string {
   const blocks = (message.blocks ?? []) as Block[];
+  const files = (message.files ?? []).map((f) => `  [file: ${f.title ?? f.name}]`).join('\n');
+  if (files) return `${shown(message.text)}\n${files}`;
   if (blocks.length === 0) return shown(message.text);
   return blocks
     .map((b) => {
@@ -48,6 +52,10 @@ export function renderMessage(message: FakeMessage): string {
           return (b.elements ?? []).map((e) => `  > ${shown(typeof e.text === 'string' ? e.text : (e.text?.text ?? ''))}`).join('\n');
         case 'table':
           return renderTable(b.rows ?? []);
+        case 'data_visualization':
+          return `  (bar chart: ${b.title ?? ''})`;
+        case 'data_table':
+          return `  ${b.caption ?? ''}\n${renderTable(b.rows ?? [])}`;
         case 'actions':
           return '  ' + (b.elements ?? []).map((e) => `[ ${typeof e.text === 'string' ? e.text : e.text?.text} ]`).join('  ');
         case 'context_actions':
@@ -102,6 +110,8 @@ export async function generateWalkthrough(options: { databaseUrl?: string } = {}
     // The step reports; the live plan message (rewritten in place as the loop runs) is docs/live-plan.md's subject.
     const posts = () => slack.messages('C0ML', thread).filter((m) => !m.seeded && m.metadata?.event_type !== PLAN_METADATA_TYPE);
     await waitUntil(() => posts().some(isVerdict) || undefined, 120_000, 'the loop to post its comparison', 200);
+    // The chart follows the verdict as a file in the thread.
+    await waitUntil(() => posts().some((m) => (m.files?.length ?? 0) > 0) || undefined, 60_000, 'the comparison chart', 200);
     const lines = [HEADER, '', `**@alice:** ${SEED_MESSAGE.replace('<@UBOT>', '@verdict')}`, ''];
     for (const post of posts()) {
       lines.push('**verdict (bot):**', '```', renderMessage(post).replaceAll('<@U0ALICE>', '@alice'), '```', '');

@@ -1,6 +1,6 @@
 // The agent's reply contract: what a turn says, as text plus typed parts. It knows nothing of Slack;
 // the outbox stores it and src/slack/ renders it at delivery (src/slack/blocks/reply.ts).
-import type { Comparison } from '../analysis/index.js';
+import type { Comparison, QuestionChanges } from '../analysis/index.js';
 
 /** What a tool wants to do with the person's credits. */
 export type LaunchIntent =
@@ -59,6 +59,8 @@ export interface ComparisonPart {
   before: { runId: string; modelId: string };
   after: { runId: string; modelId: string };
   cost: CostFigures;
+  /** The questions fixed, broken and still wrong (bounded lists); absent in parts stored before it existed. */
+  questions?: QuestionChanges;
 }
 
 /**

@@ -22,3 +22,13 @@ export {
 export { bootstrapMeanInterval, DEFAULT_RESAMPLES, DEFAULT_SEED } from './bootstrap.js';
 export { MIN_MOVED_FOR_GRADED_VERDICT } from './verdict.js';
 export type * from './types.js';
+export {
+  CHANGE_OUTCOMES,
+  MAX_CHANGES_PER_OUTCOME,
+  questionChanges,
+  type ChangeList,
+  type ChangeOutcome,
+  type QuestionAnswer,
+  type QuestionChange,
+  type QuestionChanges,
+} from './question-changes.js';

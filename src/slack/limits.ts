@@ -26,6 +26,15 @@ export const SLACK_LIMITS = {
   tableCellText: 200,
   /** Table blocks in one message. */
   tablesPerMessage: 1,
+  /**
+   * Slack's data table block (docs: reference/block-kit/blocks/data-table-block): a header row plus
+   * 1-100 rows, 1-20 columns, page_size 1-100, and at most 10,000 characters over all table cells of
+   * one message (the summary table's cells are counted too, to stay on the safe side).
+   */
+  dataTableRows: 100,
+  dataTableColumns: 20,
+  dataTablePageSize: 100,
+  dataTableMessageChars: 10_000,
   /** Files one message can share (Slack's upload limit per message). */
   filesPerMessage: 10,
   /** Slack's documented pace for chat.postMessage: about one message per second per channel. */

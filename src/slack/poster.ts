@@ -17,9 +17,11 @@ import {
   type StoredPostPayload,
 } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
+import { ensureComparisonFile, getComparisonFile, openComparisonFiles, setPostRenderLevel } from '../store/comparison-files.js';
 import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
 import { feedbackAsPlainButtons } from './blocks/feedback.js';
-import { renderReply } from './blocks/reply.js';
+import { RENDER_LEVELS, renderReply, type RenderLevel } from './blocks/reply.js';
+import { chartNotes, comparisonPartOf, shareComparisonChart } from './comparison-chart.js';
 import { SLACK_LIMITS } from './limits.js';
 import { formatLogArgs } from './log-format.js';
 
@@ -27,11 +29,16 @@ const POST_METADATA_TYPE = 'verdict_bot_post';
 
 /**
  * The message for a stored post, with the choices made in it retired: a typed reply is rendered; a
- * post stored as blocks by an earlier version is sent as it was stored.
+ * post stored as blocks by an earlier version is sent as it was stored. `level` is the fallback
+ * level Slack accepted (src/slack/blocks/reply.ts); `notes` are added at its end.
  */
-export function renderPost(payload: StoredPostPayload, chosen: readonly MadeChoice[] = []): { text: string; blocks?: unknown[] } {
-  if (!isLegacyPayload(payload)) return renderReply(payload.reply, { chosen });
-  if (!payload.blocks) return { text: payload.text };
+export function renderPost(
+  payload: StoredPostPayload,
+  chosen: readonly MadeChoice[] = [],
+  options: { level?: RenderLevel; notes?: readonly string[] } = {},
+): { text: string; blocks?: unknown[] } {
+  if (!isLegacyPayload(payload)) return renderReply(payload.reply, { chosen, ...options });
+  if (!payload.blocks || options.level === 'plain') return { text: payload.text };
   return { text: payload.text, blocks: chosen.length > 0 ? retireChosen(payload.blocks, chosen) : payload.blocks };
 }
 
@@ -104,57 +111,69 @@ export class SlackPoster {
     for (const post of await pendingPosts(this.db, teamId, chatId)) {
       await this.deliver(post);
     }
+    await this.deliverComparisonCharts(teamId, chatId);
   }
 
-  private async deliver(post: Post): Promise<void> {
-    const attempt = await markPostAttempt(this.db, post.team_id, post.id);
-    if (attempt > 1) {
-      const existingTs = await this.findPosted(post);
-      if (existingTs) {
-        await this.recordDelivered(post, existingTs);
-        return;
-      }
+  /**
+   * Shares the chart of each delivered comparison post of the chat that is not shared yet, as a
+   * message in the thread right after the verdict (src/slack/comparison-chart.ts).
+   */
+  private async deliverComparisonCharts(teamId: string, chatId: string): Promise<void> {
+    for (const file of await openComparisonFiles(this.db, teamId, chatId)) {
+      const post = await getPost(this.db, teamId, file.postId);
+      if (!post) continue;
+      await shareComparisonChart(
+        {
+          db: this.db,
+          writer: this.clients.writer,
+          reader: this.clients.reader,
+          logger: this.logger,
+          pace: (team, channel) => this.pace(team, channel),
+          refreshVerdict: (team, postId) => this.refreshPost(team, postId),
+        },
+        file,
+        post,
+      );
     }
-    const payload = this.scrubber.scrubValue(renderPost(post.payload as unknown as StoredPostPayload));
-    const args = {
-      channel: post.channel_id,
-      thread_ts: post.thread_ts,
-      text: payload.text,
-      ...(payload.blocks && payload.blocks.length > 0 ? { blocks: payload.blocks } : {}),
-      unfurl_links: false,
-      unfurl_media: false,
-      metadata: { event_type: POST_METADATA_TYPE, event_payload: { post_key: post.post_key } },
-    } as ChatPostMessageArguments;
+  }
 
-    for (let rateLimitedTries = 0; ; rateLimitedTries += 1) {
-      await this.pace(post.team_id, post.channel_id);
-      try {
-        const result = await this.clients.writer.chat.postMessage(args);
-        await this.recordDelivered(post, String(result.ts));
-        return;
-      } catch (error) {
-        const e = error as SlackErrorLike;
-        if (e.code === 'slack_webapi_rate_limited_error' && rateLimitedTries < 10) {
-          // A 429 means Slack did not take the message, so sending it again is safe.
-          this.logger.warn({ postId: post.id, retryAfter: e.retryAfter }, 'slack rate limited a post; waiting');
-          await sleep(Math.max(1, e.retryAfter ?? 1) * 1000);
-          continue;
-        }
-        if (e.code === 'slack_webapi_platform_error') {
-          const reason = e.data?.error ?? 'unknown_error';
-          if (reason === 'invalid_blocks' && this.plainFeedbackFallback(post.id, args as { blocks?: unknown })) continue;
-          if (reason === 'invalid_blocks' && 'blocks' in args) {
-            this.logger.error({ postId: post.id, reason }, 'slack refused the blocks; posting the text alone');
-            delete (args as { blocks?: unknown }).blocks;
+  /**
+   * Posts a message, stepping down one fallback level (src/slack/blocks/reply.ts RenderLevel) each
+   * time Slack answers invalid_blocks: the data table as text, then every table as text, then the
+   * text alone. Levels that render the same message as the one refused are skipped. Returns the
+   * ts and the level Slack took; throws what is not a block refusal.
+   */
+  private async postWithFallbacks(post: Post, base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>): Promise<{ ts: string; level: RenderLevel }> {
+    const payload = post.payload as unknown as StoredPostPayload;
+    let refused: string | undefined;
+    // Once Slack refused the feedback buttons, every level sends them as plain buttons.
+    let plainFeedback = false;
+    for (const level of RENDER_LEVELS) {
+      const message = this.scrubber.scrubValue(renderPost(payload, [], { level }));
+      let blocks = message.blocks && message.blocks.length > 0 ? message.blocks : undefined;
+      if (blocks && plainFeedback) blocks = feedbackAsPlainButtons(blocks) ?? blocks;
+      for (;;) {
+        const key = JSON.stringify(blocks ?? null);
+        if (refused !== undefined && key === refused) break;
+        try {
+          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments);
+          return { ts: String(result.ts), level };
+        } catch (error) {
+          const e = error as SlackErrorLike;
+          if (!(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && blocks && level !== 'plain')) throw error;
+          const swapped = { blocks: blocks as unknown };
+          if (!plainFeedback && this.plainFeedbackFallback(post.id, swapped)) {
+            plainFeedback = true;
+            blocks = swapped.blocks as unknown[];
             continue;
           }
-          this.logger.error({ postId: post.id, reason }, 'slack refused a post');
-          await markPostFailed(this.db, post.team_id, post.id, reason);
-          return;
+          this.logger.error({ postId: post.id, level, reason: 'invalid_blocks' }, 'slack refused the blocks; posting a plainer message');
+          refused = key;
+          break;
         }
-        throw error;
       }
     }
+    throw new Error('unreachable: the plain level always posts or throws');
   }
 
   /**
@@ -169,6 +188,61 @@ export class SlackPoster {
     this.logger.warn({ postId }, 'slack refused the feedback buttons; sending plain 👍 / 👎 buttons instead');
     args.blocks = plain;
     return true;
+  }
+
+  private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments) {
+    for (let rateLimitedTries = 0; ; rateLimitedTries += 1) {
+      await this.pace(post.team_id, post.channel_id);
+      try {
+        return await this.clients.writer.chat.postMessage(args);
+      } catch (error) {
+        const e = error as SlackErrorLike;
+        if (e.code === 'slack_webapi_rate_limited_error' && rateLimitedTries < 10) {
+          // A 429 means Slack did not take the message, so sending it again is safe.
+          this.logger.warn({ postId: post.id, retryAfter: e.retryAfter }, 'slack rate limited a post; waiting');
+          await sleep(Math.max(1, e.retryAfter ?? 1) * 1000);
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  private async deliver(post: Post): Promise<void> {
+    const attempt = await markPostAttempt(this.db, post.team_id, post.id);
+    if (attempt > 1) {
+      const existingTs = await this.findPosted(post);
+      if (existingTs) {
+        await this.recordDelivered(post, existingTs);
+        return;
+      }
+    }
+    if (comparisonPartOf(post.payload as unknown as StoredPostPayload)) {
+      // Registered before the post is sent: once it is delivered, its chart is shared (once).
+      await ensureComparisonFile(this.db, { teamId: post.team_id, chatId: post.chat_id, postId: post.id });
+    }
+    const base = {
+      channel: post.channel_id,
+      thread_ts: post.thread_ts,
+      unfurl_links: false,
+      unfurl_media: false,
+      metadata: { event_type: POST_METADATA_TYPE, event_payload: { post_key: post.post_key } },
+    };
+    try {
+      const { ts, level } = await this.postWithFallbacks(post, base);
+      await this.recordDelivered(post, ts);
+      // Null means full: only a fallback costs a write.
+      if (level !== 'full') await setPostRenderLevel(this.db, post.team_id, post.id, level);
+    } catch (error) {
+      const e = error as SlackErrorLike;
+      if (e.code === 'slack_webapi_platform_error') {
+        const reason = e.data?.error ?? 'unknown_error';
+        this.logger.error({ postId: post.id, reason }, 'slack refused a post');
+        await markPostFailed(this.db, post.team_id, post.id, reason);
+        return;
+      }
+      throw error;
+    }
   }
 
   /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
@@ -228,28 +302,48 @@ export class SlackPoster {
    * throws on a transient failure so the job retries.
    */
   async refreshChoices(teamId: string, postId: string): Promise<void> {
-    const post = await getPost(this.db, teamId, postId);
-    if (!post?.slack_ts) return;
     const chosen = await madeChoices(this.db, teamId, postId);
     if (chosen.length === 0) return;
-    const message = renderPost(post.payload as unknown as StoredPostPayload, chosen);
-    if (!message.blocks) return;
-    const update = { channel: post.channel_id, ts: post.slack_ts, text: this.scrubber.scrub(message.text), blocks: this.scrubber.scrubValue(message.blocks) as unknown[] };
-    try {
+    await this.refreshPost(teamId, postId, chosen);
+  }
+
+  /**
+   * Rewrites a delivered post as it stands: its choices made, its chart note, at the fallback level
+   * Slack took it at. Safe to repeat; throws on a transient failure so the job retries.
+   */
+  private async refreshPost(teamId: string, postId: string, known?: readonly MadeChoice[]): Promise<void> {
+    const post = await getPost(this.db, teamId, postId);
+    if (!post?.slack_ts) return;
+    const chosen = known ?? (await madeChoices(this.db, teamId, postId));
+    const stored = RENDER_LEVELS.find((l) => l === post.render_level) ?? 'full';
+    const notes = chartNotes(await getComparisonFile(this.db, teamId, postId));
+    // From the level it was posted at down: a post recovered after a crash has no level recorded.
+    let plainFeedback = false;
+    for (const level of RENDER_LEVELS.slice(RENDER_LEVELS.indexOf(stored))) {
+      const message = renderPost(post.payload as unknown as StoredPostPayload, chosen, { level, notes });
+      if (!message.blocks || message.blocks.length === 0) return;
+      const update = { channel: post.channel_id, ts: post.slack_ts, text: this.scrubber.scrub(message.text), blocks: this.scrubber.scrubValue(message.blocks) as unknown[] };
+      if (plainFeedback) update.blocks = feedbackAsPlainButtons(update.blocks) ?? update.blocks;
       try {
-        await this.clients.writer.chat.update(update as never);
+        try {
+          await this.clients.writer.chat.update(update as never);
+        } catch (error) {
+          const e = error as SlackErrorLike;
+          if (plainFeedback || !(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && this.plainFeedbackFallback(postId, update))) throw error;
+          plainFeedback = true;
+          await this.clients.writer.chat.update(update as never);
+        }
+        if (level !== stored) await setPostRenderLevel(this.db, teamId, postId, level);
+        return;
       } catch (error) {
         const e = error as SlackErrorLike;
-        if (!(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && this.plainFeedbackFallback(postId, update))) throw error;
-        await this.clients.writer.chat.update(update as never);
+        if (e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks') continue;
+        if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
+          this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
+          return;
+        }
+        throw error;
       }
-    } catch (error) {
-      const e = error as SlackErrorLike;
-      if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
-        this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
-        return;
-      }
-      throw error;
     }
   }
 

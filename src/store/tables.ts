@@ -91,6 +91,8 @@ export interface PostsTable {
   error: string | null;
   created_at: Timestamp;
   posted_at: NullableTimestamp;
+  /** The fallback level Slack took the message at (src/slack/blocks/reply.ts RenderLevel); null: full (or not delivered yet). */
+  render_level: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type ResourceKind = 'run' | 'dataset' | 'training' | 'comparison';
@@ -242,6 +244,23 @@ export interface Database {
   button_grants: ButtonGrantsTable;
   plan_messages: PlanMessagesTable;
   verdict_feedback: VerdictFeedbackTable;
+  comparison_files: ComparisonFilesTable;
+}
+
+export type ComparisonFileState = 'pending' | 'uploading' | 'shared' | 'failed';
+
+/** The chart of a comparison post and its upload state (src/store/comparison-files.ts). */
+export interface ComparisonFilesTable {
+  id: Generated<string>;
+  team_id: string;
+  chat_id: BigId;
+  post_id: BigId;
+  state: ColumnType<ComparisonFileState, ComparisonFileState | undefined, ComparisonFileState>;
+  file_id: string | null;
+  attempts: Generated<number>;
+  error: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
 }
 
 export type Chat = Selectable<ChatsTable>;

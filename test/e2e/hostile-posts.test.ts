@@ -34,6 +34,9 @@ describe('hostile strings through every path into every post and the Home view',
       const allowedOrigins = [h.bot()!.sandbox!.url, 'https://fake.slack.test'];
       expect(posts.length).toBe(4);
       for (const post of posts) expect(liveTokensIn(post, { ownerUserId: OWNER, allowedOrigins })).toEqual([]);
+      // The chart's message too.
+      const charts = await waitUntil(() => (h.filePosts(m.ts).length > 0 ? h.filePosts(m.ts) : undefined), 30_000, 'the comparison chart');
+      for (const post of charts) expect(liveTokensIn(post, { ownerUserId: OWNER, allowedOrigins })).toEqual([]);
       for (const post of posts) expect(post.text.startsWith(`<@${OWNER}>`) || post.text.includes(`<@${OWNER}>`)).toBe(true);
       const thread = JSON.stringify(posts);
       // Each source did reach the posts, shown literally.

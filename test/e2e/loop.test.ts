@@ -165,6 +165,16 @@ describe('the autonomous loop', () => {
       expect(r.price_charged).not.toBeNull();
       expect(blocks).toContain(`${Number(r.price_charged).toFixed(2)} cr`);
     }
+    // The questions that changed, in a data table whose counts are the comparison's.
+    const dataTable = (verdict.blocks as Array<{ type: string; caption?: string; rows?: Array<Array<{ text: string }>> }>).find((b) => b.type === 'data_table')!;
+    expect(dataTable.caption).toBe(`Questions that changed: ${expected.overall.table.fixed} fixed, ${expected.overall.table.broken} broken, ${expected.overall.table.bothWrong} still wrong`);
+    expect(dataTable.rows!.filter((r) => r[0]!.text === 'Fixed')).toHaveLength(expected.overall.table.fixed);
+    // The chart follows the verdict in the thread: one PNG, shared once.
+    const files = () => loop.h.filePosts(loop.threadTs);
+    const charts = await waitUntil(() => (files().length > 0 ? files() : undefined), 30_000, 'the comparison chart');
+    expect(charts).toHaveLength(1);
+    expect(Number(charts[0]!.ts)).toBeGreaterThan(Number(verdict.ts));
+    expect(h.slack.files.get(charts[0]!.files![0]!.id)!.content.subarray(1, 4).toString('latin1')).toBe('PNG');
     expect(h.slack.violations).toEqual([]);
 
     // The owner's Home tab shows one entry per turn with what it started and what it cost.

@@ -49,8 +49,10 @@ export interface Harness {
   logs(): Promise<string>;
   mention(input: { user: string; text: string; channel?: string; threadTs?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string; eventId: string; body: string }>;
   reply(input: { user: string; text: string; threadTs: string; channel?: string; team?: string; files?: readonly object[] }, opts?: SendEventOptions): Promise<{ status: number; ts: string }>;
-  /** Bot posts in a thread, in post order: the step reports (the live plan message is not one). */
+  /** Bot posts in a thread, in post order: the step reports (the live plan message is not one, nor the files it shared: `filePosts`). */
   posts(threadTs: string, channel?: string): FakeMessage[];
+  /** Messages sharing a file the bot uploaded in a thread (the comparison's chart), in post order. */
+  filePosts(threadTs: string, channel?: string): FakeMessage[];
   /** Each state of the thread's live plan message, in the order Slack took them. */
   planMessages(threadTs: string, channel?: string): PlanState[];
   waitForPosts(threadTs: string, count: number, timeoutMs?: number, channel?: string): Promise<FakeMessage[]>;
@@ -177,7 +179,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       return { status: delivery.status, ts: event.ts as string };
     },
     posts: (threadTs, channel = CHANNEL) =>
-      slack.messages(channel, threadTs).filter((m) => !m.seeded && m.metadata?.event_type !== PLAN_METADATA_TYPE),
+      slack.messages(channel, threadTs).filter((m) => !m.seeded && m.metadata?.event_type !== PLAN_METADATA_TYPE && !m.files?.length),
+    filePosts: (threadTs, channel = CHANNEL) => slack.messages(channel, threadTs).filter((m) => !m.seeded && (m.files?.length ?? 0) > 0),
     planMessages: (threadTs, channel = CHANNEL) => slack.planStates({ channel, threadTs, metadataType: PLAN_METADATA_TYPE }),
     waitForPosts: (threadTs, count, timeoutMs = 30_000, channel = CHANNEL) =>
       waitUntil(

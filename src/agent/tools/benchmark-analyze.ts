@@ -1,8 +1,8 @@
 // benchmark-analyze: compares two runs in code (src/analysis) and attaches the comparison and the next steps.
 import { z } from 'zod';
 import { failure } from '../../errors.js';
-import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, type QuestionOutcome } from '../../analysis/index.js';
-import type { Platform, Run } from '../../platform/platform.js';
+import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, questionChanges, type QuestionOutcome } from '../../analysis/index.js';
+import type { Platform, QuestionResult, Run } from '../../platform/platform.js';
 import { listChatResources, upsertResource } from '../../store/resources.js';
 import { chatTurnCosts } from '../../store/turns.js';
 import { currentPlan, savePlan } from '../chat-plan.js';
@@ -14,23 +14,31 @@ import { defineTool, toolError, type ToolContext } from './tool.js';
 
 const PAGE = 500;
 
-/** Every per-question result of a run, walking the cursor; kept out of the model's context. */
-export async function fetchOutcomes(platform: Platform, runId: string): Promise<QuestionOutcome[]> {
-  const out: QuestionOutcome[] = [];
+/** Every per-question result of a run (text, expected and model answers too), walking the cursor. */
+export async function fetchResults(platform: Platform, runId: string): Promise<QuestionResult[]> {
+  const out: QuestionResult[] = [];
   let cursor: string | undefined;
   for (;;) {
     const page = await platform.listRunResults(runId, { limit: PAGE, ...(cursor ? { cursor } : {}) });
-    for (const item of page.items) {
-      out.push({
-        questionId: item.questionId,
-        category: item.category,
-        ...(item.correct !== null ? { correct: item.correct } : {}),
-        score: item.score,
-      });
-    }
+    out.push(...page.items);
     if (!page.nextCursor) return out;
     cursor = page.nextCursor;
   }
+}
+
+/** What the comparison needs of a run's results. */
+export function toOutcomes(results: readonly QuestionResult[]): QuestionOutcome[] {
+  return results.map((item) => ({
+    questionId: item.questionId,
+    category: item.category,
+    ...(item.correct !== null ? { correct: item.correct } : {}),
+    score: item.score,
+  }));
+}
+
+/** Every per-question result of a run, walking the cursor; kept out of the model's context. */
+export async function fetchOutcomes(platform: Platform, runId: string): Promise<QuestionOutcome[]> {
+  return toOutcomes(await fetchResults(platform, runId));
 }
 
 /**
@@ -98,12 +106,14 @@ export const benchmarkAnalyze = defineTool({
     if (before.benchmarkId !== after.benchmarkId) {
       throw toolError(failure('compare_other_benchmarks', { before: before.id, after: after.id, beforeBenchmark: before.benchmarkId, afterBenchmark: after.benchmarkId }));
     }
-    const [benchmark, afterModel, beforeOutcomes, afterOutcomes] = await Promise.all([
+    const [benchmark, afterModel, beforeResults, afterResults] = await Promise.all([
       ctx.platform.getBenchmark(before.benchmarkId),
       ctx.platform.getModel(after.modelId),
-      fetchOutcomes(ctx.platform, before.id),
-      fetchOutcomes(ctx.platform, after.id),
+      fetchResults(ctx.platform, before.id),
+      fetchResults(ctx.platform, after.id),
     ]);
+    const beforeOutcomes = toOutcomes(beforeResults);
+    const afterOutcomes = toOutcomes(afterResults);
     let trainedOn: string[] | undefined;
     let heldOut: string[] | undefined;
     if (afterModel.kind === 'fine_tuned' && afterModel.datasetId) {
@@ -154,6 +164,7 @@ export const benchmarkAnalyze = defineTool({
         before: { runId: before.id, modelId: before.modelId },
         after: { runId: after.id, modelId: after.modelId },
         cost: { costs, agentUsd, agentTurnsUsd, elapsedMs: Date.now() - started },
+        questions: questionChanges(beforeResults, afterResults),
       },
       {
         kind: 'choices',

@@ -13,6 +13,8 @@ import type { KnownBlock, RawTextElement } from '@slack/types';
 import type { ComparisonPart, CostFigures, CostLine } from '../../agent/reply.js';
 import { SLACK_LIMITS, truncate } from '../limits.js';
 import { escapeMrkdwn, truncateMrkdwn } from '../mrkdwn.js';
+import { accuracyChart, accuracyChartBlock } from '../chart/accuracy-chart.js';
+import { buildQuestionTable, questionChangesText, type DataTableBlock } from './question-table.js';
 
 const VERDICT_ICONS: Record<Comparison['verdict']['outcome'], string> = {
   improved: ':white_check_mark:',
@@ -147,11 +149,31 @@ function tableAsText(rows: Cell[][]): KnownBlock {
   return { type: 'section', text: { type: 'mrkdwn', text: truncateMrkdwn(`\`\`\`${body}\`\`\``, SLACK_LIMITS.sectionText) } };
 }
 
+/** How the questions that changed are shown: Slack's data table, text (where the table is refused), or not at all. */
+export type QuestionsShown = 'table' | 'text' | 'none';
+
+/** The questions that changed, as a data table within what the summary table left of the message's cell budget, or as text. */
+function questionBlocks(part: ComparisonPart, shown: QuestionsShown, summaryRows: Cell[][] | null): Array<KnownBlock | DataTableBlock> {
+  if (!part.questions || shown === 'none') return [];
+  if (shown === 'table') {
+    const used = summaryRows ? summaryRows.reduce((sum, row) => sum + row.reduce((s, c) => s + c.text.length, 0), 0) : 0;
+    const table = buildQuestionTable(part.questions, SLACK_LIMITS.dataTableMessageChars - used);
+    if (table) return [table];
+  }
+  const text = questionChangesText(part.questions);
+  return text ? [{ type: 'section', text: { type: 'mrkdwn', text } }] : [];
+}
+
 /**
- * The comparison's blocks: header, verdict, table, notes, cost. `tableAllowed` is false when the
- * message already holds a table (Slack allows one): the table is then shown as text.
+ * The comparison's blocks: header, verdict, table, notes, the questions that changed, cost.
+ * `tableAllowed` is false when the message already holds a table (Slack allows one): the table is
+ * then shown as text. `questions` says how the questions that changed are shown (default: a data table);
+ * `chartBlock` adds Slack's bar chart of the accuracies (the renderer asks for it at its first level).
  */
-export function buildComparisonBlocks(part: ComparisonPart, options: { tableAllowed?: boolean } = {}): KnownBlock[] {
+export function buildComparisonBlocks(
+  part: ComparisonPart,
+  options: { tableAllowed?: boolean; questions?: QuestionsShown; chartBlock?: boolean } = {},
+): KnownBlock[] {
   const { comparison } = part;
   const v = comparison.verdict;
   const rows = comparisonRows(comparison);
@@ -187,6 +209,11 @@ export function buildComparisonBlocks(part: ComparisonPart, options: { tableAllo
   for (const note of notes.filter(Boolean)) {
     blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(note, SLACK_LIMITS.contextText) }] });
   }
+  // Slack's bar chart and data table are not in @slack/types 3.2: they travel with the known blocks as they are.
+  if (options.chartBlock && comparison.overall.questions > 0) {
+    blocks.push(accuracyChartBlock(accuracyChart(comparison, { before: part.before.modelId, after: part.after.modelId })) as unknown as KnownBlock);
+  }
+  blocks.push(...(questionBlocks(part, options.questions ?? 'table', options.tableAllowed === false ? null : rows) as KnownBlock[]));
   blocks.push(costBlock(part.cost));
   return blocks;
 }

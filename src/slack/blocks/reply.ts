@@ -186,10 +186,27 @@ export function capBlocks<B>(blocks: readonly B[], max: number = SLACK_LIMITS.bl
 }
 
 /**
- * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
- * and when in place of its buttons.
+ * How rich a message is, from what Slack takes first down to what it always takes. The poster steps
+ * down one level each time Slack answers invalid_blocks (src/slack/poster.ts).
+ * - `full`: every block (Slack's bar chart of the accuracies, the questions that changed in a data table);
+ * - `no_chart_block`: the same without the bar chart (the PNG in the thread shows it);
+ * - `questions_as_text`: the questions as text, the summary table kept;
+ * - `all_text`: no table block at all, every table as text;
+ * - `plain`: the text alone, no blocks.
  */
-export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoice[] } = {}): MessagePayload {
+export type RenderLevel = 'full' | 'no_chart_block' | 'questions_as_text' | 'all_text' | 'plain';
+export const RENDER_LEVELS: readonly RenderLevel[] = ['full', 'no_chart_block', 'questions_as_text', 'all_text', 'plain'];
+
+/**
+ * The message for a reply. `chosen` are the choices already made in it: each shows who chose what
+ * and when in place of its buttons. `level` is how rich it may be (default `full`); `notes` are
+ * short context lines added at its end (a chart that could not be uploaded).
+ */
+export function renderReply(
+  reply: Reply,
+  options: { chosen?: readonly MadeChoice[]; level?: RenderLevel; notes?: readonly string[] } = {},
+): MessagePayload {
+  const level = options.level ?? 'full';
   const text = replyText(reply);
   const chosen = new Map((options.chosen ?? []).map((c) => [c.choiceIndex, c]));
   const blocks: KnownBlock[] = splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
@@ -203,7 +220,13 @@ export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoic
     const part = item.part;
     switch (part.kind) {
       case 'comparison':
-        blocks.push(...buildComparisonBlocks(part, { tableAllowed: tables < SLACK_LIMITS.tablesPerMessage }));
+        blocks.push(
+          ...buildComparisonBlocks(part, {
+            tableAllowed: level !== 'all_text' && tables < SLACK_LIMITS.tablesPerMessage,
+            questions: level === 'full' || level === 'no_chart_block' ? 'table' : 'text',
+            chartBlock: level === 'full',
+          }),
+        );
         tables += 1;
         // Feedback on the verdict, after the comparison and before the next-step buttons.
         blocks.push(verdictFeedbackBlock());
@@ -220,7 +243,11 @@ export function renderReply(reply: Reply, options: { chosen?: readonly MadeChoic
         break;
     }
   }
-  // The origin note survives any cut: every message about simulated work says so.
-  const note = reply.origin ? [originNote(reply.origin)] : [];
+  // The origin note and the given notes survive any cut: every message about simulated work says so.
+  const note: KnownBlock[] = [
+    ...(options.notes ?? []).map((text): KnownBlock => ({ type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text, SLACK_LIMITS.contextText) }] })),
+    ...(reply.origin ? [originNote(reply.origin)] : []),
+  ];
+  if (level === 'plain') return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [] };
   return { text: truncateMrkdwn(text, SLACK_LIMITS.fallbackText), blocks: [...capBlocks(blocks, SLACK_LIMITS.blocksPerMessage - note.length), ...note] };
 }

@@ -191,6 +191,94 @@ function tableCell(c: Checker, cell: unknown, pointer: string): void {
   if (typeof t.text !== 'string' || t.text.length === 0) c.add(`${pointer}/text`, 'raw_text cell text must be at least 1 character');
 }
 
+/** Characters of a table cell as Slack counts them toward a table's 10,000: its text (rich_text: every text inside). */
+function cellChars(cell: unknown): number {
+  if (Array.isArray(cell)) return cell.reduce((n: number, item) => n + cellChars(item), 0);
+  if (!isObj(cell)) return 0;
+  if (typeof cell.text === 'string') return cell.text.length;
+  if (typeof cell.value === 'number') return String(cell.value).length;
+  return cellChars(cell.elements);
+}
+
+/**
+ * Slack's data table block (docs: reference/block-kit/blocks/data-table-block): a caption; a header
+ * row plus 1-100 rows, every row the same length, 1-20 columns; header cells not rich_text; cells
+ * raw_text (at least 1 character), raw_number or rich_text; page_size 1-100; at most 10,000
+ * characters over its cells. Returns the characters of its cells.
+ */
+function dataTable(c: Checker, block: Obj, p: string): number {
+  if (typeof block.caption !== 'string' || block.caption.length === 0) c.add(`${p}/caption`, 'data_table caption is required');
+  if (block.page_size !== undefined && (!Number.isInteger(block.page_size) || (block.page_size as number) < 1 || (block.page_size as number) > 100)) {
+    c.add(`${p}/page_size`, `data_table page_size must be an integer from 1 to 100 (got ${String(block.page_size)})`);
+  }
+  if (!Array.isArray(block.rows)) {
+    c.add(`${p}/rows`, 'data_table rows must be an array');
+    return 0;
+  }
+  if (block.rows.length < 2 || block.rows.length > 101) c.add(`${p}/rows`, `data_table must have a header row and 1 to 100 rows (got ${block.rows.length} rows in all)`);
+  const width = Array.isArray(block.rows[0]) ? (block.rows[0] as unknown[]).length : 0;
+  if (width < 1 || width > 20) c.add(`${p}/rows/0`, `data_table must have 1 to 20 columns (got ${width})`);
+  if (block.row_header_column_index !== undefined && (!Number.isInteger(block.row_header_column_index) || (block.row_header_column_index as number) < 0 || (block.row_header_column_index as number) >= width)) {
+    c.add(`${p}/row_header_column_index`, `data_table row_header_column_index must name one of its ${width} columns`);
+  }
+  let chars = 0;
+  block.rows.forEach((row: unknown, j) => {
+    if (!Array.isArray(row)) return c.add(`${p}/rows/${j}`, 'data_table row must be an array of cells');
+    if (row.length !== width) c.add(`${p}/rows/${j}`, `every data_table row must have the same number of cells (${width}; got ${row.length})`);
+    row.forEach((cell: unknown, k) => {
+      const pointer = `${p}/rows/${j}/${k}`;
+      const t = isObj(cell) ? cell : {};
+      chars += cellChars(cell);
+      if (t.type === 'rich_text') {
+        if (j === 0) c.add(pointer, 'data_table header cells cannot be rich_text');
+        else if (!Array.isArray(t.elements)) c.add(`${pointer}/elements`, 'rich_text cell needs elements');
+      } else if (t.type === 'raw_number') {
+        if (typeof t.value !== 'number' || !Number.isFinite(t.value)) c.add(`${pointer}/value`, 'raw_number cell needs a finite number value');
+      } else if (t.type === 'raw_text') {
+        if (typeof t.text !== 'string' || t.text.length === 0) c.add(`${pointer}/text`, 'raw_text cell text must be at least 1 character');
+      } else c.add(`${pointer}/type`, `data_table cell type must be raw_text, raw_number or rich_text (got ${String(t.type)})`);
+    });
+  });
+  if (chars > 10_000) c.add(`${p}/rows`, `data_table cells must total at most 10000 characters (got ${chars})`);
+  return chars;
+}
+
+/**
+ * Slack's data visualization block (docs: reference/block-kit/blocks/data-visualization-block): a
+ * title of at most 50 characters and a pie, bar, area or line chart; bar/area/line: 1-6 series with
+ * distinct names whose labels are axis categories (at most 20 characters each), axis labels at most 50.
+ */
+function dataVisualization(c: Checker, block: Obj, p: string): void {
+  if (typeof block.title !== 'string' || block.title.length === 0) c.add(`${p}/title`, 'data_visualization title is required');
+  c.maxLength(block.title, `${p}/title`, 'data_visualization title', 50);
+  const chart = isObj(block.chart) ? block.chart : undefined;
+  if (!chart || !['pie', 'bar', 'area', 'line'].includes(String(chart.type))) return c.add(`${p}/chart`, 'data_visualization chart must be a pie, bar, area or line chart');
+  if (chart.type === 'pie') return;
+  const axis = isObj(chart.axis_config) ? chart.axis_config : undefined;
+  const categories = Array.isArray(axis?.categories) ? (axis.categories as unknown[]) : undefined;
+  if (!categories || categories.length === 0) return c.add(`${p}/chart/axis_config/categories`, 'axis_config categories are required');
+  categories.forEach((cat, i) => {
+    if (typeof cat !== 'string') c.add(`${p}/chart/axis_config/categories/${i}`, 'a category must be a string');
+    else c.maxLength(cat, `${p}/chart/axis_config/categories/${i}`, 'category label', 20);
+  });
+  c.maxLength(axis?.x_label, `${p}/chart/axis_config/x_label`, 'x_label', 50);
+  c.maxLength(axis?.y_label, `${p}/chart/axis_config/y_label`, 'y_label', 50);
+  const series = Array.isArray(chart.series) ? (chart.series as unknown[]) : [];
+  if (series.length < 1 || series.length > 6) c.add(`${p}/chart/series`, `a chart must have 1 to 6 series (got ${series.length})`);
+  const names = new Set<string>();
+  series.forEach((item, i) => {
+    const sp = `${p}/chart/series/${i}`;
+    if (!isObj(item) || typeof item.name !== 'string') return c.add(sp, 'a series needs a name');
+    if (names.has(item.name)) c.add(`${sp}/name`, `series names must be unique (${item.name})`);
+    names.add(item.name);
+    if (!Array.isArray(item.data)) return c.add(`${sp}/data`, 'a series needs data');
+    item.data.forEach((point: unknown, j) => {
+      if (!isObj(point) || typeof point.value !== 'number' || !Number.isFinite(point.value)) c.add(`${sp}/data/${j}`, 'a data point needs a finite value');
+      else if (!categories.includes(point.label)) c.add(`${sp}/data/${j}/label`, `a data point's label must be one of the axis categories (got ${String(point.label)})`);
+    });
+  });
+}
+
 const TASK_STATUSES = new Set(['pending', 'in_progress', 'complete', 'error']);
 
 /** A task card's details or output: one rich_text block whose elements are rich text sections, lists, quotes or preformatted text. */
@@ -259,6 +347,9 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
   const taskIds = new Set<string>();
   let markdownChars = 0;
   let tables = 0;
+  let charts = 0;
+  // Slack's data table doc: all table cells of one message total at most 10,000 characters (table blocks counted too).
+  let tableCellChars = 0;
   blocks.forEach((block: unknown, i) => {
     const p = `${basePointer}/${i}`;
     if (!isObj(block) || typeof block.type !== 'string') {
@@ -341,13 +432,24 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
         block.rows.forEach((row: unknown, j) => {
           if (!Array.isArray(row)) c.add(`${p}/rows/${j}`, 'table row must be an array of cells');
           else if (row.length > 20) c.add(`${p}/rows/${j}`, `table row must have at most 20 cells (got ${row.length})`);
-          else row.forEach((cell: unknown, k) => tableCell(c, cell, `${p}/rows/${j}/${k}`));
+          else
+            row.forEach((cell: unknown, k) => {
+              tableCell(c, cell, `${p}/rows/${j}/${k}`);
+              tableCellChars += cellChars(cell);
+            });
         });
         if (Array.isArray(block.column_settings) && block.column_settings.length > 20) {
           c.add(`${p}/column_settings`, `table column_settings must have at most 20 items (got ${block.column_settings.length})`);
         }
         break;
       }
+      case 'data_table':
+        tableCellChars += dataTable(c, block, p);
+        break;
+      case 'data_visualization':
+        charts += 1;
+        dataVisualization(c, block, p);
+        break;
       case 'task_card':
         taskCard(c, block, p, taskIds);
         break;
@@ -367,6 +469,10 @@ export function validateBlocks(blocks: unknown, surface: BlockSurface, basePoint
         break;
     }
   });
+  if (charts > 2) c.add(basePointer, `at most two data_visualization blocks are allowed per message (got ${charts})`);
+  if (surface === 'message' && tableCellChars > 10_000) {
+    c.add(basePointer, `table cells of one message must total at most 10000 characters (got ${tableCellChars})`);
+  }
   if (markdownChars > 12_000) {
     c.add(basePointer, `markdown blocks must total at most 12000 characters (got ${markdownChars})`);
   }
