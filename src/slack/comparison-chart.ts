@@ -93,7 +93,9 @@ export async function shareComparisonChart(deps: ChartDeps, file: ComparisonFile
     chart = await renderAccuracyChart(part.comparison, { before: part.before.modelId, after: part.after.modelId });
   } catch (error) {
     deps.logger.error({ err: error, postId: post.id }, 'the comparison chart could not be drawn');
-    return fail('the chart could not be drawn');
+    // A missing font is the operator's to fix: its message says how (src/slack/chart/render.ts).
+    const noFont = error instanceof Error && error.message.startsWith('the chart needs a font');
+    return fail(noFont ? error.message : 'the chart could not be drawn');
   }
   const filename = `accuracy-${part.before.runId}-vs-${part.after.runId}.png`.replace(/[^A-Za-z0-9._-]/g, '_');
   try {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
 import { accuracyChart, accuracyChartBlock, CHART_MAX_CATEGORIES } from '../../src/slack/chart/accuracy-chart.js';
 import { validateBlocks } from '../kit/fakes/slack/index.js';
-import { renderAccuracyChart } from '../../src/slack/chart/render.js';
+import { canDrawText, renderAccuracyChart } from '../../src/slack/chart/render.js';
 
 function runs(n: number, categories: number) {
   const before: QuestionOutcome[] = [];
@@ -67,5 +67,10 @@ describe('accuracy chart', () => {
     // Bars, text and axes make a PNG far bigger than a blank canvas of that size.
     expect(rendered.png.length).toBeGreaterThan(20_000);
     expect(rendered.text).toContain('All (2000): before 33.4%');
+  });
+
+  it('draws its labels: a font is found (without one, resvg leaves text out silently and no chart is rendered)', async () => {
+    // Without a usable font, install fonts-dejavu-core (README); renderAccuracyChart then refuses with NO_FONT_MESSAGE.
+    expect(await canDrawText()).toBe(true);
   });
 });

@@ -34,8 +34,31 @@ export function svgToPng(svg: string): { png: Buffer; width: number; height: num
   return { png: image.asPng(), width: image.width, height: image.height };
 }
 
+async function labelPng(text: string): Promise<Buffer> {
+  const spec = {
+    width: 200,
+    height: 40,
+    marks: [{ type: 'text', encode: { enter: { x: { value: 10 }, y: { value: 25 }, text: { value: text }, fontSize: { value: 16 } } } }],
+  };
+  return svgToPng(await specToSvg(spec)).png;
+}
+
+let fontCheck: Promise<boolean> | undefined;
+
+/**
+ * Whether resvg finds a font to draw text with. Without one it leaves every label out silently, and a
+ * chart of unlabelled bars is worse than none; checked once per process by drawing a label.
+ */
+export function canDrawText(): Promise<boolean> {
+  fontCheck ??= Promise.all([labelPng(''), labelPng('Accuracy 59.0%')]).then(([blank, written]) => !written.equals(blank));
+  return fontCheck;
+}
+
+export const NO_FONT_MESSAGE = 'the chart needs a font on the machine that runs the worker: install fonts-dejavu-core (Debian, Ubuntu) or any TrueType font';
+
 /** The accuracy chart of a comparison as a PNG. */
 export async function renderAccuracyChart(comparison: Comparison, models: { before: string; after: string }): Promise<RenderedChart> {
+  if (!(await canDrawText())) throw new Error(NO_FONT_MESSAGE);
   const chart = accuracyChart(comparison, models);
   const { png, width, height } = svgToPng(await specToSvg(accuracyChartSpec(chart)));
   return { png, text: accuracyChartText(chart), width, height };
