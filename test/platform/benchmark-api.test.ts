@@ -69,6 +69,15 @@ describe('BENCHMARKS_DIR', () => {
     expect(listed.map((b) => b.id)).not.toContain('broken');
   });
 
+  it('refuses a run of a file on a simulated model with 422 saying why, not 404', async () => {
+    const error = await rejection(platform.launchRun({ benchmarkId: 'stories', modelId: 'qwen/Qwen2.5-0.5B-Instruct' }, 'file-on-simulated-1'));
+    expect(error).toMatchObject({ code: 'invalid_request', status: 422 });
+    expect(error.message).toContain('benchmark stories is a benchmark file, which only a model on a real engine');
+    expect(error.message).toContain('model qwen/Qwen2.5-0.5B-Instruct is simulated');
+    const missing = await rejection(platform.launchRun({ benchmarkId: 'nowhere', modelId: 'qwen/Qwen2.5-0.5B-Instruct' }, 'file-on-simulated-2'));
+    expect(missing).toMatchObject({ code: 'not_found', status: 404 });
+  });
+
   it('answers a refused file with 422 naming each bad line and field', async () => {
     const error = await rejection(platform.getBenchmark('broken'));
     expect(error).toMatchObject({ code: 'invalid_request', status: 422 });

@@ -239,6 +239,8 @@ const engineModelsSynced = new WeakMap<InferenceContext, { at: number; models: I
 export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
   const inference = ctx.inference;
   if (inference && !(await getModel(ctx.pool, input.modelId))) await syncEngineModels(ctx, inference);
+  // A file benchmark (BENCHMARKS_DIR or an upload) exists but only a real engine runs it: say so, not "not found".
+  const fileBenchmark = findBenchmark(input.benchmarkId) ? null : await ctx.benchmarks.get(input.benchmarkId);
   const reply = await withIdempotency(ctx, 'runs', key, input, async (client) => {
     const model = await requireModel(client, input.modelId);
     if (model.engine !== null) {
@@ -246,6 +248,11 @@ export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key:
         throw new SandboxApiError(422, 'engine_unavailable', `model ${model.id} is served by ${model.engine}, which this platform is not configured with`);
       }
       return launchEngineRun(ctx, inference, client, input, model);
+    }
+    if (fileBenchmark) {
+      throw unprocessable(
+        `benchmark ${input.benchmarkId} is a benchmark file, which only a model on a real engine (MODELS_DIR or INFERENCE_URL) runs; model ${model.id} is simulated and runs only the built-in benchmarks`,
+      );
     }
     const benchmark = requireBenchmark(input.benchmarkId);
     const price = priceRun(BenchmarkPricingSchema.parse(benchmark.pricing), model.params);
