@@ -105,7 +105,8 @@ describe('feedback on the verdict', () => {
     // And the CSV export carries the same figures on that turn's row only.
     const csvClick = await sendBlockAction(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, { user: OWNER, teamId: TEAM, actionId: ACTION_IDS.homeCsv, value: 'mine', view: { id: 'VHOME', type: 'home' } });
     expect(csvClick.status).toBe(200);
-    const file = await waitUntil(() => [...h!.slack.files.values()].find((f) => f.completed), 30_000, 'the CSV export');
+    // The thread's accuracy chart is a completed upload too: the export is the CSV one.
+    const file = await waitUntil(() => [...h!.slack.files.values()].find((f) => f.completed && f.filename.endsWith('.csv')), 30_000, 'the CSV export');
     const rows = parse(file.content.toString('utf8'), { columns: true }) as Array<Record<string, string>>;
     const voted = rows.filter((r) => r.votes !== '');
     expect(voted).toHaveLength(1);

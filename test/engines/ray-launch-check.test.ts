@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRayTrainer } from '../../src/platform/engines/ray-trainer.js';
 import type { Trainer } from '../../src/platform/engines/trainer.js';
 import { isPlatformError } from '../../src/platform/errors.js';
-import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
+import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 import { startTestSandbox, type TestSandbox } from '../platform/helpers.js';
@@ -26,40 +26,6 @@ async function deadAddress(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-/** A completed real-engine run with two failed questions, so a dataset can be built and a training asked for. */
-async function seedRun(databaseUrl: string): Promise<string> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  try {
-    await migrateSandboxSchema(pool);
-    await pool.query(
-      `INSERT INTO sandbox.models (id, name, kind, params, size_label, created_at, engine) VALUES ($1, $1, 'base', 260000, '260K', now(), $2)`,
-      [BASE, ENGINE],
-    );
-    const run = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, seed, flip_rate,
-                                 created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, engine)
-       VALUES ('run_' || nextval('sandbox.run_ids'), 'stories', $1, 'completed', 2, 1, 1, 0, 0, 0, now(), now(), now(), 0, now(), now(), $2) RETURNING id`,
-      [BASE, ENGINE],
-    );
-    const runId = run.rows[0]!.id;
-    const items = [
-      { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },
-      { id: 'q2', question: 'Lily liked to play in the', answer: 'park' },
-    ];
-    for (const [position, item] of items.entries()) {
-      await pool.query(
-        `INSERT INTO sandbox.run_answers (run_id, position, question_id, category, question, expected_answer, item, prompt,
-                                          raw_output, extracted_answer, score, prompt_tokens, completion_tokens, answered_at)
-         VALUES ($1, $2, $3, 'story', $4, $5, $6, $4, 'x', 'x', 0, 5, 2, now())`,
-        [runId, position, item.id, item.question, item.answer, JSON.stringify(item)],
-      );
-    }
-    return runId;
-  } finally {
-    await pool.end();
-  }
-}
-
 describe('Ray launch check', () => {
   const started: TestSandbox[] = [];
   let fake: FakeRay | undefined;
@@ -73,7 +39,10 @@ describe('Ray launch check', () => {
     const databaseUrl = await createTestDatabase('raycheck');
     const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-raycheck-'));
     await writeFile(path.join(dir, `${BASE}.gguf`), 'not read: the launch is refused before');
-    const runId = await seedRun(databaseUrl);
+    const runId = await seedEngineRun(databaseUrl, BASE, ENGINE, [
+      { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },
+      { id: 'q2', question: 'Lily liked to play in the', answer: 'park' },
+    ]);
     const s = await startTestSandbox({
       databaseUrl,
       training: {

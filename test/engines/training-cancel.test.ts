@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformError } from '../../src/platform/errors.js';
 import type { Trainer } from '../../src/platform/engines/trainer.js';
 import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
-import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
+import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
 import { sleep } from '../kit/wait.js';
 import { startTestSandbox, waitFor, waitForTraining, type TestSandbox } from '../platform/helpers.js';
@@ -15,39 +15,6 @@ import { testTrainer } from './fixtures/test-trainer.js';
 
 const ENGINE = 'test engine, CPU';
 const BASE = 'tiny-stories';
-
-/** A completed run of the real engine with three failed questions, as the run executor stores it. */
-async function seedEngineRun(databaseUrl: string): Promise<string> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  try {
-    await migrateSandboxSchema(pool);
-    await pool.query(
-      `INSERT INTO sandbox.models (id, name, kind, params, size_label, created_at, engine)
-       VALUES ($1, $1, 'base', 260000, '260K', now(), $2)`,
-      [BASE, ENGINE],
-    );
-    const run = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, seed, flip_rate,
-                                 created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, engine)
-       VALUES ('run_' || nextval('sandbox.run_ids'), 'stories', $1, 'completed', 3, 1, 1, 0, 0, 0,
-               now(), now(), now(), 0, now(), now(), $2) RETURNING id`,
-      [BASE, ENGINE],
-    );
-    const runId = run.rows[0]!.id;
-    for (const [position, word] of ['girl', 'park', 'ball'].entries()) {
-      const item = { id: `q${position + 1}`, question: `The little dog saw a ${position}`, answer: word };
-      await pool.query(
-        `INSERT INTO sandbox.run_answers (run_id, position, question_id, category, question, expected_answer, item, prompt,
-                                          raw_output, extracted_answer, score, prompt_tokens, completion_tokens, answered_at)
-         VALUES ($1, $2, $3, 'story', $4, $5, $6, $4, 'x', 'x', 0, 5, 2, now())`,
-        [runId, position, item.id, item.question, item.answer, JSON.stringify(item)],
-      );
-    }
-    return runId;
-  } finally {
-    await pool.end();
-  }
-}
 
 describe('cancelling a real training', () => {
   const started: TestSandbox[] = [];
@@ -59,7 +26,7 @@ describe('cancelling a real training', () => {
     const databaseUrl = await createTestDatabase('traincancel');
     const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-traincancel-'));
     await writeFile(path.join(dir, `${BASE}.gguf`), 'not read by the test trainer');
-    const runId = await seedEngineRun(databaseUrl);
+    const runId = await seedEngineRun(databaseUrl, BASE, ENGINE, ['girl', 'park', 'ball'].map((word, position) => ({ id: `q${position + 1}`, question: `The little dog saw a ${position}`, answer: word })));
     const options = (trainer: Trainer): SandboxTrainingOptions => ({
       trainer,
       adaptersDir: path.join(dir, 'adapters'),

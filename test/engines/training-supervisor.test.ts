@@ -11,7 +11,7 @@ import type { Trainer } from '../../src/platform/engines/trainer.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
-import { migrateSandboxSchema } from '../../src/platform/sandbox/schema.js';
+import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
 import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receiver, type TestSandbox } from '../platform/helpers.js';
 import { testTrainer } from './fixtures/test-trainer.js';
@@ -47,46 +47,14 @@ function trainingOptions(setup: Setup, trainer: Trainer): SandboxTrainingOptions
   };
 }
 
+/** The stories run's questions, as answered: q1, q2 and q4 failed. */
 const ITEMS = [
-  { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },
-  { id: 'q2', question: 'Lily liked to play in the', answer: 'park' },
-  { id: 'q3', question: 'The sun was', answer: 'shining' },
-  { id: 'q4', question: 'Tom had a big red', answer: 'ball' },
-  { id: 'q5', question: 'They went to the', answer: 'store' },
+  { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl', score: 0 },
+  { id: 'q2', question: 'Lily liked to play in the', answer: 'park', score: 0 },
+  { id: 'q3', question: 'The sun was', answer: 'shining', score: 1 },
+  { id: 'q4', question: 'Tom had a big red', answer: 'ball', score: 0 },
+  { id: 'q5', question: 'They went to the', answer: 'store', score: 1 },
 ];
-
-/** A completed run of the real engine, as the run executor stores it: q1, q2, q4 failed. */
-async function seedEngineRun(databaseUrl: string): Promise<string> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  try {
-    await migrateSandboxSchema(pool);
-    await pool.query(
-      `INSERT INTO sandbox.models (id, name, kind, params, size_label, created_at, engine)
-       VALUES ($1, $1, 'base', 260000, '260K', now(), $2) ON CONFLICT (id) DO NOTHING`,
-      [BASE, ENGINE],
-    );
-    const run = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox.runs (id, benchmark_id, model_id, status, question_count, price, charged, score, seed, flip_rate,
-                                 created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, engine)
-       VALUES ('run_' || nextval('sandbox.run_ids'), 'stories', $1, 'completed', 5, 1, 1, 0.4, 0, 0,
-               now(), now(), now(), 0, now(), now(), $2) RETURNING id`,
-      [BASE, ENGINE],
-    );
-    const runId = run.rows[0]!.id;
-    const scores = [0, 0, 1, 0, 1];
-    for (const [position, item] of ITEMS.entries()) {
-      await pool.query(
-        `INSERT INTO sandbox.run_answers (run_id, position, question_id, category, question, expected_answer, item, prompt,
-                                          raw_output, extracted_answer, score, prompt_tokens, completion_tokens, answered_at)
-         VALUES ($1, $2, $3, 'story', $4, $5, $6, $4, 'x', 'x', $7, 5, 2, now())`,
-        [runId, position, item.id, item.question, item.answer, JSON.stringify(item), scores[position]],
-      );
-    }
-    return runId;
-  } finally {
-    await pool.end();
-  }
-}
 
 describe('real trainings under the training supervisor', () => {
   const started: TestSandbox[] = [];
@@ -115,7 +83,7 @@ describe('real trainings under the training supervisor', () => {
   }
 
   it('builds the dataset from the failed questions in prompt variants, prices it, trains once, registers the adapter before the model exists, charges and signals, serves it again after a restart', async () => {
-    const runId = await seedEngineRun(setup.databaseUrl);
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     receiver = await startReceiver();
     const { trainer, state, holdNow } = testTrainer();
     const { platform } = await start(trainer, { webhookUrl: receiver.url });
@@ -188,7 +156,7 @@ describe('real trainings under the training supervisor', () => {
   });
 
   it('two platform processes on one database never run two trainer jobs for one training', async () => {
-    const runId = await seedEngineRun(setup.databaseUrl);
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const first = testTrainer();
     const second = testTrainer();
     first.holdNow();
@@ -209,7 +177,7 @@ describe('real trainings under the training supervisor', () => {
   });
 
   it('a platform killed mid-training (SIGKILL): another process reruns it, never two trainer jobs at once, completes it once', async () => {
-    const runId = await seedEngineRun(setup.databaseUrl);
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const child = await startChild(setup, 'hold');
     const dataset = await child.platform.buildDataset({ runId }, 'ds');
     const job = await child.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
@@ -237,7 +205,7 @@ describe('real trainings under the training supervisor', () => {
   });
 
   it('an adapter written before the platform was killed is taken as is: no second trainer job', async () => {
-    const runId = await seedEngineRun(setup.databaseUrl);
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const child = await startChild(setup, 'hang-after-adapter');
     const dataset = await child.platform.buildDataset({ runId }, 'ds');
     const job = await child.platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one');
@@ -255,7 +223,7 @@ describe('real trainings under the training supervisor', () => {
   });
 
   it('without PyTorch the estimate and the launch refuse with a coded error saying how to install it, and nothing is created', async () => {
-    const runId = await seedEngineRun(setup.databaseUrl);
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const { trainer, state } = testTrainer({ available: { ok: false, reason: 'no python with torch found (tried python3, /usr/bin/python3)' } });
     const { platform } = await start(trainer);
     const dataset = await platform.buildDataset({ runId }, 'ds');

@@ -1,18 +1,10 @@
 // The fake Slack's agent sessions, through the real WebClient: what Slack documents for
 // agents.sessions.setStatus is accepted, what it would reject is rejected, and Stop exists only while processing.
-import { WebClient, type Logger, LogLevel } from '@slack/web-api';
+import { WebClient } from '@slack/web-api';
+import { silentWebApiLogger as silent } from '../kit/fakes/slack/web-client.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 
-const silent: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  setLevel: () => undefined,
-  getLevel: () => LogLevel.ERROR,
-  setName: () => undefined,
-};
 const CHANNEL = 'C0AGENT';
 const THREAD = '1700.000100';
 

@@ -1,19 +1,11 @@
 // The fake Slack knows the plan and task card blocks and chat.update's tier: it takes what Slack's
 // reference allows, refuses the rest with invalid_blocks, records each state of a plan message, and
 // answers an update burst beyond tier 3 with 429 and Retry-After.
-import { WebClient, type Logger, LogLevel } from '@slack/web-api';
+import { WebClient } from '@slack/web-api';
+import { silentWebApiLogger as silent } from '../kit/fakes/slack/web-client.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 
-const silent: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  setLevel: () => undefined,
-  getLevel: () => LogLevel.ERROR,
-  setName: () => undefined,
-};
 
 const task = (id: string, status: string, extra: Record<string, unknown> = {}) => ({ type: 'task_card', task_id: id, title: `Step ${id}`, status, ...extra });
 const rich = (text: string) => ({ type: 'rich_text', elements: [{ type: 'rich_text_section', elements: [{ type: 'text', text }] }] });

@@ -1,17 +1,9 @@
 // Proves the fake Slack API speaks the real Web API protocol, using the real @slack/web-api WebClient against it.
-import { WebClient, type Logger, LogLevel } from '@slack/web-api';
+import { WebClient } from '@slack/web-api';
+import { silentWebApiLogger as silent } from '../kit/fakes/slack/web-client.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
 
-const silent: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  setLevel: () => undefined,
-  getLevel: () => LogLevel.ERROR,
-  setName: () => undefined,
-};
 
 const section = (text: string) => ({ type: 'section', text: { type: 'mrkdwn', text } });
 
