@@ -176,6 +176,40 @@ function rayProblems(env: {
   return problems;
 }
 
+/** `https://host/v1/` and `https://host` name the same endpoint. */
+function endpointRoot(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+/**
+ * Together trains only what Together serves: a fine-tune lives on Together, so a setup that trains
+ * there must also run there. With MODELS_DIR (llama.cpp here) or an INFERENCE_URL of the user's own,
+ * the trained model could be launched but never answered; refused at start-up instead.
+ */
+function togetherProblems(env: {
+  TOGETHER_API_KEY?: string | undefined;
+  TOGETHER_API_URL?: string | undefined;
+  MODELS_DIR?: string | undefined;
+  INFERENCE_URL?: string | undefined;
+  RAY_ADDRESS?: string | undefined;
+}): ConfigProblem[] {
+  if (!env.TOGETHER_API_KEY || env.RAY_ADDRESS) return [];
+  const fix =
+    "a model Together fine-tunes is served only by Together's inference, so runs must go there too: unset it to run on Together, or unset TOGETHER_API_KEY to train with the bundled trainer";
+  const problems: ConfigProblem[] = [];
+  if (env.MODELS_DIR) {
+    problems.push({ variable: 'MODELS_DIR', detail: `runs models on this machine, but TOGETHER_API_KEY trains on Together; ${fix}` });
+  }
+  const together = env.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL;
+  if (env.INFERENCE_URL && endpointRoot(env.INFERENCE_URL) !== endpointRoot(together)) {
+    problems.push({
+      variable: 'INFERENCE_URL',
+      detail: `sends runs to ${env.INFERENCE_URL}, but TOGETHER_API_KEY trains on Together; ${fix}`,
+    });
+  }
+  return problems;
+}
+
 /** The engine variables: where runs go and how they are paced and priced. */
 const ENGINE_ENV = {
     MODELS_DIR: optionalString.refine((v) => v === undefined || isFolder(v), {
@@ -338,7 +372,9 @@ const EnvSchema = z
     if (env.INFERENCE_API_KEY && !env.INFERENCE_URL) {
       ctx.addIssue({ code: 'custom', path: ['INFERENCE_API_KEY'], message: 'is set but INFERENCE_URL is not: set the endpoint it is for' });
     }
-    for (const problem of rayProblems(env)) ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.detail });
+    for (const problem of [...rayProblems(env), ...togetherProblems(env)]) {
+      ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.detail });
+    }
     if (env.AGENT_PRICES) {
       try {
         parsePriceOverrides(env.AGENT_PRICES);
@@ -406,8 +442,8 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   if (parsed.data.INFERENCE_API_KEY && !parsed.data.INFERENCE_URL) {
     throw new ConfigError([{ variable: 'INFERENCE_API_KEY', detail: 'is set but INFERENCE_URL is not: set the endpoint it is for' }]);
   }
-  const ray = rayProblems(parsed.data);
-  if (ray.length > 0) throw new ConfigError(ray);
+  const problems = [...rayProblems(parsed.data), ...togetherProblems(parsed.data)];
+  if (problems.length > 0) throw new ConfigError(problems);
   return engineConfig(parsed.data);
 }
 
@@ -417,7 +453,11 @@ function engineConfig(e: z.output<z.ZodObject<typeof ENGINE_ENV>>): EngineConfig
     benchmarksDir: e.BENCHMARKS_DIR === undefined ? undefined : path.resolve(e.BENCHMARKS_DIR),
     // With Together and no endpoint of the user's own, runs go to Together's inference too.
     inferenceUrl: e.INFERENCE_URL ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR ? (e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL) : undefined),
-    inferenceApiKey: e.INFERENCE_API_KEY ?? (e.TOGETHER_API_KEY && !e.MODELS_DIR && !e.INFERENCE_URL ? e.TOGETHER_API_KEY : undefined),
+    inferenceApiKey:
+      e.INFERENCE_API_KEY ??
+      (e.TOGETHER_API_KEY && !e.MODELS_DIR && (!e.INFERENCE_URL || endpointRoot(e.INFERENCE_URL) === endpointRoot(e.TOGETHER_API_URL ?? DEFAULT_TOGETHER_API_URL))
+        ? e.TOGETHER_API_KEY
+        : undefined),
     promptStyle: e.INFERENCE_PROMPT_STYLE,
     inferenceServer: e.INFERENCE_SERVER,
     inferenceAdaptersDir: e.INFERENCE_ADAPTERS_DIR,

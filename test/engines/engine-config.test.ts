@@ -72,4 +72,20 @@ describe('engine configuration', () => {
     const sglang = loadConfig({ ...base, ...url, INFERENCE_SERVER: 'sglang', INFERENCE_ADAPTERS_DIR: '/mnt/adapters' });
     expect(inferenceFromConfig(sglang.engines)).toMatchObject({ server: 'sglang', serverAdaptersDir: '/mnt/adapters' });
   });
+
+  it('Together trains only where Together serves: with MODELS_DIR or an endpoint of the user\'s own, start-up stops naming both fixes', () => {
+    const together = { TOGETHER_API_KEY: 'tg-key', TOGETHER_API_URL: 'http://together.test/v1' };
+    // Alone, or with INFERENCE_URL naming Together itself, runs and trainings both go to Together.
+    expect(inferenceFromConfig(loadConfig({ ...base, ...together }).engines)).toMatchObject({ url: 'http://together.test/v1', apiKey: 'tg-key' });
+    const explicit = loadConfig({ ...base, ...together, INFERENCE_URL: 'http://together.test/' });
+    expect(inferenceFromConfig(explicit.engines)).toMatchObject({ url: 'http://together.test/', apiKey: 'tg-key' });
+    // A fine-tune would be launched on Together and then asked for on a server that cannot have it.
+    expect(messageOf({ ...together, MODELS_DIR: os.tmpdir() })).toMatch(
+      /^Configuration error: MODELS_DIR runs models on this machine, but TOGETHER_API_KEY trains on Together; a model Together fine-tunes is served only by Together's inference, so runs must go there too: unset it to run on Together, or unset TOGETHER_API_KEY to train with the bundled trainer$/,
+    );
+    expect(messageOf({ ...together, INFERENCE_URL: 'http://gpu:8000/v1' })).toMatch(
+      /^Configuration error: INFERENCE_URL sends runs to http:\/\/gpu:8000\/v1, but TOGETHER_API_KEY trains on Together; .* unset TOGETHER_API_KEY to train with the bundled trainer$/,
+    );
+    expect(() => loadEngineConfig({ ...together, MODELS_DIR: os.tmpdir() })).toThrow(/MODELS_DIR runs models on this machine, but TOGETHER_API_KEY trains on Together/);
+  });
 });
