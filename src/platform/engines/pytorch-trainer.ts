@@ -277,6 +277,9 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     },
   };
 
+  // No `stopOrphan` here: the subprocess dies with the platform process that started it
+  // (lora_train.py's watch_parent: PR_SET_PDEATHSIG, and a check of its parent every 0.5 s), so a
+  // training no process follows has no job left running.
   function supervise(python: string, specPath: string, spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): TrainerJob {
     const child: ChildProcess = spawn(python, [TRAINER_SCRIPT, '--spec', specPath], {
       cwd: spec.workDir,

@@ -10,6 +10,7 @@ import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
+  type OrphanStop,
   type Trainer,
   type TrainerDevice,
   type TrainerEvent,
@@ -249,11 +250,19 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
     logger?.info({ trainingId: spec.jobId, submissionId, existed }, existed ? 'the Ray job was already submitted' : 'Ray job submitted');
   }
 
-  async function launch(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob> {
+  /** The spec's examples and the submission id they give (see {@link raySubmissionId}). */
+  async function submissionOf(spec: TrainingSpec): Promise<{ ok: true; submissionId: string; examples: TrainingExample[] } | { ok: false; message: string }> {
     const read = await readExamples(spec.datasetPath);
-    if (!read.ok) return settled({ type: 'failed', message: read.message });
+    if (!read.ok) return read;
     const hyperparameters = { ...DEFAULT_LORA_HYPERPARAMETERS, ...spec.hyperparameters };
     const submissionId = raySubmissionId(spec.jobId, spec.baseModelId ?? path.basename(spec.baseModelPath), hyperparameters, read.examples);
+    return { ok: true, submissionId, examples: read.examples };
+  }
+
+  async function launch(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob> {
+    const read = await submissionOf(spec);
+    if (!read.ok) return settled({ type: 'failed', message: read.message });
+    const { submissionId } = read;
     const job = files(spec, submissionId);
     const existing = await client.get(submissionId);
     if (existing) {
@@ -382,11 +391,15 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
 
     return {
       done,
+      remoteId: id,
       async cancel() {
         if (stopReason) return;
         stopReason = `the training was cancelled; Ray job ${id} was stopped`;
         stop.abort();
-        await client.stop(id).catch((error: unknown) => logger?.error({ err: error, submissionId: id }, 'Ray job not stopped'));
+        await client.stop(id).catch((error: unknown) => {
+          logger?.error({ err: error, submissionId: id }, 'Ray job not stopped');
+          throw error;
+        });
       },
       async detach() {
         stopReason ??= `stopped following Ray job ${id}; it keeps running and is reattached on the next start`;
@@ -420,6 +433,17 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
           kind: 'unreachable',
         };
       }
+    },
+    /** The job of a training no process follows, looked up by its submission id as `start` does, stopped unless it has ended. */
+    async stopOrphan(spec): Promise<OrphanStop> {
+      const read = await submissionOf(spec);
+      if (!read.ok) throw new Error(`the Ray job of training ${spec.jobId} cannot be named: ${read.message}`);
+      const { submissionId } = read;
+      const job = await client.get(submissionId);
+      if (!job) return { outcome: 'not_found', remoteId: submissionId };
+      if (RAY_TERMINAL.has(job.status)) return { outcome: 'already_finished', remoteId: submissionId, status: job.status };
+      const stopped = await client.stop(submissionId);
+      return { outcome: stopped ? 'stopped' : 'already_finished', remoteId: submissionId, status: job.status };
     },
     /** Starts or reattaches; Ray refusing the job (4xx) is a failed job in its words, not a crash to retry. */
     async start(spec, onEvent) {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   type LoraHyperparameters,
+  type OrphanStop,
   type Trainer,
   type TrainerEvent,
   type TrainerJob,
@@ -325,6 +326,27 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
     return jobs.find((job) => !TERMINAL_FAILED.has(job.status)) ?? jobs[0] ?? null;
   }
 
+  /**
+   * The fine-tune of a training no process follows, found as `launch` finds it (the id kept in the
+   * work folder, else the suffix), cancelled unless it has ended or a cancel is already under way.
+   */
+  async function stopOrphan(spec: TrainingSpec): Promise<OrphanStop> {
+    const state = (await readState(path.join(spec.workDir, 'together.json'))) ?? { submissionId: spec.jobId, suffix: togetherSuffix(spec.jobId) };
+    let job: FineTune | null;
+    try {
+      job = await findJob(state);
+    } catch (error) {
+      if (error instanceof TogetherError && error.status === 404) return { outcome: 'not_found', remoteId: state.fineTuneId ?? null };
+      throw error;
+    }
+    if (!job) return { outcome: 'not_found', remoteId: null };
+    if (job.status === 'completed' || job.status === 'cancel_requested' || TERMINAL_FAILED.has(job.status)) {
+      return { outcome: 'already_finished', remoteId: job.id, status: job.status };
+    }
+    await call('POST', `/fine-tunes/${encodeURIComponent(job.id)}/cancel`);
+    return { outcome: 'stopped', remoteId: job.id, status: job.status };
+  }
+
   /** Starts or reattaches; Together refusing the job (4xx) is a failed job in its words, not a crash to retry. */
   async function start(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob> {
     try {
@@ -434,13 +456,15 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
 
     return {
       done,
+      remoteId: id,
       async cancel() {
         if (stopReason) return;
         stopReason = `the training was cancelled; Together fine-tune ${id} was cancelled`;
         stop.abort();
-        await call('POST', `/fine-tunes/${encodeURIComponent(id)}/cancel`).catch((error: unknown) =>
-          logger?.error({ err: error, fineTuneId: id }, 'Together fine-tune not cancelled'),
-        );
+        await call('POST', `/fine-tunes/${encodeURIComponent(id)}/cancel`).catch((error: unknown) => {
+          logger?.error({ err: error, fineTuneId: id }, 'Together fine-tune not cancelled');
+          throw error;
+        });
       },
       async detach() {
         stopReason ??= `stopped following Together fine-tune ${id}; it keeps running and is reattached on the next start`;
@@ -457,5 +481,6 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
     },
     start,
     estimate,
+    stopOrphan,
   };
 }

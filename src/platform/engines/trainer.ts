@@ -76,13 +76,31 @@ export type TrainerEvent =
 export interface TrainerJob {
   /** Resolves with the job's last event (`completed` or `failed`). */
   done: Promise<Extract<TrainerEvent, { type: 'completed' | 'failed' }>>;
-  /** Stops the job; `done` then resolves with `failed`. */
+  /**
+   * Stops the job; `done` then resolves with `failed`. Resolves once the engine took the stop;
+   * rejects when it could not be asked (the platform then stops it through {@link Trainer.stopOrphan}).
+   */
   cancel(): Promise<void>;
   /**
    * Stops following a remote job without stopping it (a platform shutting down; the next start
    * reattaches); `done` then resolves with `failed`. Unset = {@link cancel}.
    */
   detach?(): Promise<void>;
+  /** The job's id at a remote engine (a Together fine-tune id, a Ray submission id), for logs. */
+  readonly remoteId?: string;
+}
+
+/**
+ * What became of the remote job of a training that no platform process follows, asked to stop it:
+ * `stopped` (the engine took the stop), `not_found` (the engine has no job for it),
+ * `already_finished` (it had ended, or a stop was already under way). `remoteId` names the job at
+ * the engine when one was found.
+ */
+export interface OrphanStop {
+  outcome: 'stopped' | 'not_found' | 'already_finished';
+  remoteId: string | null;
+  /** The engine's status of the job when it was found. */
+  status?: string;
 }
 
 /** An engine's own price for a training, asked before launch. */
@@ -120,6 +138,12 @@ export interface Trainer {
    * returns and the launch charges instead of the per-token rate. Throws in the user's words.
    */
   estimate?(request: TrainingQuoteRequest): Promise<TrainingQuote>;
+  /**
+   * Optional (remote engines, whose jobs outlive the platform process): finds the job `start` would
+   * have launched or reattached for this spec, without launching anything, and stops it unless it
+   * has ended. Throws when the engine cannot answer now (to retry later) or refuses.
+   */
+  stopOrphan?(spec: TrainingSpec): Promise<OrphanStop>;
   /** False when the trainer works from the base model's id, not its GGUF file on this machine. Default true. */
   readonly needsBaseModelFile?: boolean;
 }

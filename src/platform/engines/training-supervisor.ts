@@ -11,12 +11,14 @@ import {
   getTraining,
   activeTrainerTrainingIds,
   insertFineTunedModel,
+  recordEngineStopped,
+  unstoppedCancelledTrainingIds,
   updateActiveTraining,
   updateTraining,
   withTransaction,
   type TrainingRow,
 } from '../sandbox/store.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, type Trainer, type TrainerEvent, type TrainerJob } from './trainer.js';
+import { DEFAULT_LORA_HYPERPARAMETERS, type Trainer, type TrainerEvent, type TrainerJob, type TrainingSpec } from './trainer.js';
 
 /** A produced adapter as the inference endpoint is told about it (vLLM's runtime LoRA loading). */
 export interface AdapterRegistration {
@@ -44,6 +46,10 @@ export interface TrainingSupervisorOptions {
   progressIntervalMs?: number;
   /** A training whose trainer was started this many times without finishing fails. Default 3. */
   maxAttempts?: number;
+  /** First wait before asking the engine again to stop a cancelled training's job it could not stop; doubled up to `maxEngineStopRetryMs`. Default 5 s. */
+  engineStopRetryMs?: number;
+  /** Default 5 min. */
+  maxEngineStopRetryMs?: number;
 }
 
 export interface TrainingSupervisor {
@@ -65,11 +71,12 @@ export interface TrainingSupervisor {
 
 const LOCK_SQL = `hashtext('verdict-bot:training'), hashtext($1)`;
 
-/** A training this process trains: its trainer job once started, and whether it was cancelled. */
+/** A training this process trains: its trainer job once started, whether it was cancelled, and the stop of its job once asked. */
 interface Entry {
   job: TrainerJob | null;
   settled: Promise<void>;
   cancelled: boolean;
+  stopped: Promise<void> | null;
 }
 
 function adapterFile(options: TrainingSupervisorOptions, trainingId: string): string {
@@ -90,14 +97,21 @@ async function nonEmptyFile(file: string): Promise<boolean> {
  * fine-tuned model, the charge and the signed `training.completed` event) is one transaction that
  * happens at most once. A cancelled training (status `cancelled`, set by the API) is never
  * claimed again; the process training it cancels its trainer job (a local process is killed, a
- * remote job cancelled), and nothing it reports afterwards changes the training.
+ * remote job cancelled), and nothing it reports afterwards changes the training. A remote job that
+ * no process followed when its training was cancelled (`engine_stopped_at` still null) is stopped
+ * by the next process that takes the training's lock, once.
  */
 export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingSupervisorOptions): TrainingSupervisor {
   const logger: SandboxLogger = ctx.logger;
   const maxConcurrent = options.maxConcurrent ?? 1;
   const progressIntervalMs = options.progressIntervalMs ?? 500;
   const maxAttempts = options.maxAttempts ?? 3;
+  const engineStopRetryMs = options.engineStopRetryMs ?? 5_000;
+  const maxEngineStopRetryMs = Math.max(engineStopRetryMs, options.maxEngineStopRetryMs ?? 300_000);
   const running = new Map<string, Entry>();
+  /** Cancelled trainings whose engine job could not be stopped yet: failures so far and when to ask again. */
+  const stopRetries = new Map<string, { failures: number; nextAt: number }>();
+  let stoppingOrphans: Promise<void> | null = null;
   let stopping = false;
   let ticking: Promise<void> | null = null;
   let restored = false;
@@ -221,13 +235,113 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     };
   }
 
+  /**
+   * The trainer's spec of a training, its dataset written to its work folder: the same spec on every
+   * start, so a remote trainer finds the job an earlier start launched. `needsBaseModel`: a missing
+   * GGUF file of the base model is an error (else the path is empty).
+   */
+  async function prepareSpec(training: TrainingRow, needsBaseModel: boolean): Promise<{ ok: true; spec: TrainingSpec } | { ok: false; message: string }> {
+    const id = training.id;
+    const baseModelPath = options.baseModelPath(training.base_model_id);
+    if (baseModelPath === null && needsBaseModel) {
+      return { ok: false, message: `the GGUF file of base model ${training.base_model_id} is not on this machine; training needs it` };
+    }
+    const dataset = await getDataset(ctx.pool, training.dataset_id);
+    if (!dataset?.examples || dataset.examples.length === 0) return { ok: false, message: `dataset ${training.dataset_id} has no training examples` };
+    const workDir = path.join(options.workDir, id);
+    await mkdir(workDir, { recursive: true });
+    await mkdir(options.adaptersDir, { recursive: true });
+    const datasetPath = path.join(workDir, 'dataset.jsonl');
+    await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion })).join('\n') + '\n');
+    return {
+      ok: true,
+      spec: {
+        jobId: id,
+        baseModelPath: baseModelPath ?? '',
+        baseModelId: training.base_model_id,
+        datasetPath,
+        adapterPath: adapterFile(options, id),
+        workDir,
+        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...training.hyperparameters, epochs: training.epochs },
+        threads: options.threads,
+      },
+    };
+  }
+
+  async function markEngineStopped(id: string): Promise<void> {
+    await recordEngineStopped(ctx.pool, id, ctx.now()).catch((error: unknown) =>
+      logger.warn({ err: error, trainingId: id }, 'stop of the engine job not recorded; it is looked up again on a later tick'),
+    );
+  }
+
+  /**
+   * Cancels a cancelled training's trainer job once; resolves when the engine took the stop (then
+   * recorded, so no other process stops it again) or refused it (left to {@link stopOrphans}).
+   */
+  function stopJob(id: string, entry: Entry, job: TrainerJob): Promise<void> {
+    entry.stopped ??= job.cancel().then(
+      async () => {
+        logger.info({ trainingId: id, remoteId: job.remoteId }, 'training cancelled; its trainer job was stopped');
+        await markEngineStopped(id);
+      },
+      (error: unknown) => logger.error({ err: error, trainingId: id, remoteId: job.remoteId }, 'trainer job not cancelled; stopped on a later tick'),
+    );
+    return entry.stopped;
+  }
+
+  /**
+   * Stops the remote jobs of cancelled trainings that no process followed at the cancel (`engine_stopped_at`
+   * still null), each under the training's lock: a lock held elsewhere means a process follows the job
+   * and stops it itself. Engine errors are asked again later, with backoff.
+   */
+  async function stopOrphans(stopOrphan: NonNullable<Trainer['stopOrphan']>): Promise<void> {
+    for (const id of await unstoppedCancelledTrainingIds(ctx.pool)) {
+      if (stopping) return;
+      if (running.has(id)) continue;
+      const retry = stopRetries.get(id);
+      if (retry && retry.nextAt > Date.now()) continue;
+      const lock = await claim(id);
+      if (!lock) continue;
+      try {
+        const training = await getTraining(ctx.pool, id);
+        if (!training || training.status !== 'cancelled' || training.engine_stopped_at !== null) {
+          stopRetries.delete(id);
+          continue;
+        }
+        try {
+          const prepared = await prepareSpec(training, false);
+          if (!prepared.ok) throw new Error(prepared.message);
+          const { outcome, remoteId, status } = await stopOrphan.call(options.trainer, prepared.spec);
+          stopRetries.delete(id);
+          await markEngineStopped(id);
+          const message =
+            outcome === 'stopped'
+              ? 'engine job of a cancelled training stopped'
+              : outcome === 'not_found'
+                ? 'no engine job found for a cancelled training; nothing to stop'
+                : 'engine job of a cancelled training had already ended; nothing to stop';
+          logger.info({ trainingId: id, remoteId, status }, message);
+        } catch (error) {
+          const failures = (retry?.failures ?? 0) + 1;
+          const waitMs = Math.min(maxEngineStopRetryMs, engineStopRetryMs * 2 ** (failures - 1));
+          stopRetries.set(id, { failures, nextAt: Date.now() + waitMs });
+          logger.warn({ err: error, trainingId: id, failures, waitMs }, 'engine job of a cancelled training not stopped yet; asked again later');
+        }
+      } finally {
+        await unlock(lock, id, false);
+      }
+    }
+  }
+
   async function train(id: string, lock: pg.PoolClient): Promise<void> {
     let lost = false;
     const onLost = () => {
       lost = true;
       const active = running.get(id);
       logger.error({ trainingId: id }, 'training lock connection lost; stopping its trainer job');
-      void (active?.job?.detach ?? active?.job?.cancel)?.call(active.job);
+      void Promise.resolve((active?.job?.detach ?? active?.job?.cancel)?.call(active.job)).catch((error: unknown) =>
+        logger.error({ err: error, trainingId: id }, 'trainer job not stopped'),
+      );
     };
     lock.on('error', onLost);
     try {
@@ -243,22 +357,11 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         await fail(id, `the trainer was started ${training.attempts} times without finishing; not trying again`);
         return;
       }
-      const needsFile = options.trainer.needsBaseModelFile !== false;
-      const baseModelPath = needsFile ? options.baseModelPath(training.base_model_id) : (options.baseModelPath(training.base_model_id) ?? '');
-      if (baseModelPath === null) {
-        await fail(id, `the GGUF file of base model ${training.base_model_id} is not on this machine; training needs it`);
+      const prepared = await prepareSpec(training, options.trainer.needsBaseModelFile !== false);
+      if (!prepared.ok) {
+        await fail(id, prepared.message);
         return;
       }
-      const dataset = await getDataset(ctx.pool, training.dataset_id);
-      if (!dataset?.examples || dataset.examples.length === 0) {
-        await fail(id, `dataset ${training.dataset_id} has no training examples`);
-        return;
-      }
-      const workDir = path.join(options.workDir, id);
-      await mkdir(workDir, { recursive: true });
-      await mkdir(options.adaptersDir, { recursive: true });
-      const datasetPath = path.join(workDir, 'dataset.jsonl');
-      await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion })).join('\n') + '\n');
 
       const startedAt = ctx.now();
       const claimed = await updateActiveTraining(ctx.pool, id, {
@@ -273,30 +376,20 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       }
       logger.info({ trainingId: id, attempt: training.attempts + 1, trainer: options.trainer.label }, 'training started');
       const onProgress = progressWriter(id, startedAt.getTime());
-      const job = await options.trainer.start(
-        {
-          jobId: id,
-          baseModelPath,
-          baseModelId: training.base_model_id,
-          datasetPath,
-          adapterPath,
-          workDir,
-          hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...training.hyperparameters, epochs: training.epochs },
-          threads: options.threads,
-        },
-        (event) => {
-          if (event.type === 'progress') onProgress(event);
-        },
-      );
+      const job = await options.trainer.start(prepared.spec, (event) => {
+        if (event.type === 'progress') onProgress(event);
+      });
       const entry = running.get(id);
       if (entry) entry.job = job;
       // A cancel that came while the trainer was starting: the tick saw no job to cancel yet.
       if (entry && !entry.cancelled && !(await isActive(id))) entry.cancelled = true;
-      if (entry?.cancelled) await job.cancel();
+      if (entry?.cancelled) await stopJob(id, entry, job);
       else if (stopping || lost) await (job.detach ?? job.cancel).call(job);
       const outcome = await job.done;
       if (entry?.cancelled) {
-        logger.info({ trainingId: id, outcome: outcome.type }, 'training cancelled; its trainer job was stopped');
+        // The stop is recorded (or known to have failed) before the lock goes: no other process stops it again.
+        await stopJob(id, entry, job);
+        logger.info({ trainingId: id, outcome: outcome.type }, 'training cancelled; its trainer job ended');
         return;
       }
       if (stopping || lost) {
@@ -325,7 +418,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     if (!entry || entry.cancelled) return;
     entry.cancelled = true;
     logger.info({ trainingId: id }, 'training cancelled; stopping its trainer job');
-    void entry.job?.cancel().catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'trainer job not cancelled'));
+    if (entry.job) void stopJob(id, entry, entry.job);
   }
 
   /**
@@ -345,6 +438,14 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
 
   async function claimDue(): Promise<void> {
     await stopCancelled();
+    const stopOrphan = options.trainer.stopOrphan;
+    if (stopOrphan && !stoppingOrphans) {
+      stoppingOrphans = stopOrphans(stopOrphan)
+        .catch((error: unknown) => logger.error({ err: error }, 'engine jobs of cancelled trainings not looked at; retried on a later tick'))
+        .finally(() => {
+          stoppingOrphans = null;
+        });
+    }
     if (!restored) {
       await restoreAdapters().catch((error: unknown) =>
         logger.warn({ err: error }, 'trained adapters not served yet; retried on the next tick'),
@@ -355,7 +456,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       if (running.has(id)) continue;
       const lock = await claim(id);
       if (!lock) continue;
-      const entry: Entry = { job: null, settled: Promise.resolve(), cancelled: false };
+      const entry: Entry = { job: null, settled: Promise.resolve(), cancelled: false, stopped: null };
       running.set(id, entry);
       entry.settled = train(id, lock)
         .catch((error: unknown) => logger.error({ err: error, trainingId: id }, 'training supervision failed; retried on a later tick'))
@@ -376,11 +477,13 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     cancel: cancelJob,
     async idle() {
       await ticking;
+      await stoppingOrphans;
       await Promise.all([...running.values()].map((entry) => entry.settled));
     },
     async stop() {
       stopping = true;
       await ticking;
+      await stoppingOrphans;
       // A remote job is left running (detached) for the next start to reattach; a local one is stopped.
       await Promise.all(
         [...running.values()].map((entry) =>

@@ -189,6 +189,16 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
         CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled'));
     `,
   },
+  {
+    // When the engine's job of a cancelled training was known to be no longer running (stopped by the
+    // process following it or by the next one to see it, found ended, or not found): stopped once.
+    version: 7,
+    sql: `
+      ALTER TABLE sandbox.trainings ADD COLUMN IF NOT EXISTS engine_stopped_at timestamptz;
+      CREATE INDEX IF NOT EXISTS trainings_engine_unstopped ON sandbox.trainings (seq)
+        WHERE status = 'cancelled' AND trainer IS NOT NULL AND attempts > 0 AND engine_stopped_at IS NULL;
+    `,
+  },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */

@@ -525,12 +525,14 @@ export interface TrainingRow {
   progress_at: Date | null;
   estimated_finish_at: Date | null;
   adapter_path: string | null;
+  /** When the engine's job of a cancelled training was known to be no longer running; null = not (yet) known. */
+  engine_stopped_at: Date | null;
 }
 
 const TRAINING_COLUMNS = `id, dataset_id, base_model_id, epochs, status, trained_tokens::float8 AS trained_tokens,
   price::float8 AS price, charged::float8 AS charged, produced_model_id, memorization, forgetting, generalization,
   will_fail, created_at, starts_at, finishes_at, duration_ms, started_at, finished_at, error_message, trainer,
-  hyperparameters, attempts, step, total_steps, loss, progress_at, estimated_finish_at, adapter_path`;
+  hyperparameters, attempts, step, total_steps, loss, progress_at, estimated_finish_at, adapter_path, engine_stopped_at`;
 
 export async function insertTraining(
   db: Db,
@@ -628,6 +630,26 @@ export async function activeTrainerTrainingIds(db: Db): Promise<string[]> {
     `SELECT id FROM sandbox.trainings WHERE trainer IS NOT NULL AND status IN ('queued', 'running') ORDER BY seq LIMIT 100`,
   );
   return result.rows.map((r) => r.id);
+}
+
+/**
+ * Real trainings cancelled after a trainer start whose engine job nobody has known to be stopped
+ * yet, oldest first: a remote job of one may still run at the engine.
+ */
+export async function unstoppedCancelledTrainingIds(db: Db, limit = 20): Promise<string[]> {
+  const result = await db.query<{ id: string }>(
+    `SELECT id FROM sandbox.trainings
+      WHERE status = 'cancelled' AND trainer IS NOT NULL AND attempts > 0 AND engine_stopped_at IS NULL
+      ORDER BY seq LIMIT $1`,
+    [limit],
+  );
+  return result.rows.map((r) => r.id);
+}
+
+/** Records that a training's engine job is no longer running; false when that was already recorded. */
+export async function recordEngineStopped(db: Db, id: string, at: Date): Promise<boolean> {
+  const result = await db.query('UPDATE sandbox.trainings SET engine_stopped_at = $2 WHERE id = $1 AND engine_stopped_at IS NULL', [id, at]);
+  return (result.rowCount ?? 0) > 0;
 }
 
 export function trainingWebUrl(publicUrl: string, id: string): string {
