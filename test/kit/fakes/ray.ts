@@ -31,6 +31,8 @@ export interface FakeRayFaults {
   /** The next n API calls answer this 5xx. */
   serverErrorNext: number;
   serverErrorStatus: number;
+  /** The next n stop calls (`POST /api/jobs/{id}/stop`) answer `serverErrorStatus`, not applied. */
+  stopErrorsNext: number;
   /** The next n submissions are accepted, but the answer is lost (a 502 from a proxy). */
   loseSubmitAnswers: number;
   /** Jobs stay PENDING (no node has the resources they ask for) until this is false. */
@@ -115,6 +117,7 @@ export async function startFakeRay(options: FakeRayOptions = {}): Promise<FakeRa
     retryAfterSeconds: 1,
     serverErrorNext: 0,
     serverErrorStatus: 503,
+    stopErrorsNext: 0,
     loseSubmitAnswers: 0,
     holdJobs: false,
     pauseAtProgress: false,
@@ -390,6 +393,10 @@ export async function startFakeRay(options: FakeRayOptions = {}): Promise<FakeRa
       if (faults.serverErrorNext > 0) {
         faults.serverErrorNext -= 1;
         return send(faults.serverErrorStatus, traceback('job_head.py', 'RuntimeError: No available agent to submit job, please try again later.'));
+      }
+      if (method === 'POST' && url.endsWith('/stop') && faults.stopErrorsNext > 0) {
+        faults.stopErrorsNext -= 1;
+        return send(faults.serverErrorStatus, traceback('job_head.py', 'RuntimeError: No available agent to stop job, please try again later.'));
       }
       const answer = route(method, url, body);
       if (method === 'POST' && url === '/api/jobs/' && answer.status === 200 && faults.loseSubmitAnswers > 0) {

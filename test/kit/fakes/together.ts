@@ -51,6 +51,8 @@ export interface FakeTogetherFaults {
   /** The next n API calls answer this 5xx. */
   serverErrorNext: number;
   serverErrorStatus: number;
+  /** The next n fine-tune cancels (`POST /fine-tunes/{id}/cancel`) answer `serverErrorStatus`, not applied. */
+  cancelErrorsNext: number;
   /** Jobs created from now on fail on Together's side (an error event, status error). */
   failJobs: boolean;
   /** Jobs created from now on are cancelled on Together's side. */
@@ -112,6 +114,7 @@ export async function startFakeTogether(options: FakeTogetherOptions = {}): Prom
     retryAfterSeconds: 1,
     serverErrorNext: 0,
     serverErrorStatus: 503,
+    cancelErrorsNext: 0,
     failJobs: false,
     cancelJobs: false,
     holdJobs: false,
@@ -201,6 +204,10 @@ export async function startFakeTogether(options: FakeTogetherOptions = {}): Prom
     }
     if (faults.serverErrorNext > 0) {
       faults.serverErrorNext -= 1;
+      return [faults.serverErrorStatus, { error: { message: 'The server is overloaded', type: 'server_error' } }];
+    }
+    if (request.method === 'POST' && url.pathname.endsWith('/cancel') && faults.cancelErrorsNext > 0) {
+      faults.cancelErrorsNext -= 1;
       return [faults.serverErrorStatus, { error: { message: 'The server is overloaded', type: 'server_error' } }];
     }
     const json = () => JSON.parse(body.toString('utf8') || '{}') as Record<string, unknown>;
