@@ -6,8 +6,8 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { appMention, startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
+import { appMention } from '../test/kit/fakes/slack/index.js';
+import { startRemoteFakes } from './remote-fakes.js';
 import { generateWebhookSecret } from '../src/platform/webhooks.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
@@ -82,8 +82,8 @@ export async function main(): Promise<void> {
     `slack-ack: signed app_mention at ${RATE}/s for ${DURATION_S} s, ${RUNS} runs each (bare Bolt, bare Bolt + one durable INSERT, then the bot: ${ackOnly ? 'its web role alone, no turn runs' : 'npm start, web and worker roles, turns running'})`,
   );
   const postgres = await startPostgres();
-  const slack = await startFakeSlack({ teamId: TEAM });
-  const model = await startScriptedAnthropic(() => ({ content: [text('Noted.')] }));
+  const fakes = await startRemoteFakes();
+  console.log(`  the fakes of Slack and the model run ${fakes.where}`);
   const vsBare: number[] = [];
   const vsFloor: number[] = [];
   const rows: string[] = [];
@@ -92,7 +92,7 @@ export async function main(): Promise<void> {
     for (let r = 0; r < RUNS; r += 1) {
       const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-ack-'));
       const databaseUrl = await postgres.createDatabase('ack');
-      const env = botEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir });
+      const env = botEnv({ slackApiUrl: fakes.slackApiUrl, anthropicUrl: fakes.anthropicUrl, databaseUrl, dataDir: dir });
 
       const bare = await spawnBot(env, { script: 'bench/bare-bolt-server.ts' });
       const b = await load(bare, env.SLACK_SIGNING_SECRET!);
@@ -105,7 +105,25 @@ export async function main(): Promise<void> {
 
       // Diagnostic: BENCH_ACK_STOP_WORKER=1 measures the web role alone (no worker: the turns wait).
       const bot = await spawnMain(ackOnly ? { ...env, ROLE: 'web', BENCHGEN_WEBHOOK_SECRET: generateWebhookSecret() } : env);
+      // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what each role's Postgres backends wait on during the load.
+      const waits: Record<string, number> = {};
+      const sampler = process.env.BENCH_SAMPLE_WAITS === '1' ? new pg.Client(databaseUrl) : undefined;
+      await sampler?.connect();
+      const sampling = sampler
+        ? setInterval(() => {
+            void sampler
+              .query<{ w: string }>(
+                `select application_name || ' | ' || coalesce(wait_event_type || ':' || wait_event, 'cpu') || ' | ' || regexp_replace(left(query, 60), '\\s+', ' ', 'g') as w from pg_stat_activity where pid <> pg_backend_pid() and datname = current_database() and state <> 'idle'`,
+              )
+              .then((res) => res.rows.forEach((row) => (waits[row.w] = (waits[row.w] ?? 0) + 1)));
+          }, 20)
+        : undefined;
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
+      if (sampling) {
+        clearInterval(sampling);
+        await sampler!.end();
+        for (const [what, samples] of Object.entries(waits).sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`    ${samples} x ${what}`);
+      }
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
       // Every acknowledged event must become exactly one trigger and (with the worker) one finished turn.
@@ -149,8 +167,7 @@ export async function main(): Promise<void> {
       console.log(`  ${rows.at(-1)}`);
     }
   } finally {
-    await slack.stop();
-    await model.stop();
+    await fakes.stop();
     await postgres.stop();
   }
   report('p99 ratio bot/floor (median of runs)', `${ratio(vsFloor)} (target <= 1.5x: ${median(vsFloor) <= 1.5 ? 'met' : 'MISSED'})`);

@@ -5,8 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
-import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
+import { startRemoteFakes } from './remote-fakes.js';
 import { botEnv, spawnMain, TEAM } from './bot.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { keepAliveAgent, post } from './load.js';
@@ -46,8 +45,8 @@ async function seed(databaseUrl: string): Promise<void> {
 export async function main(): Promise<void> {
   console.log(`webhook-ingest: ${CONCURRENCY} keep-alive connections, ${SECONDS} s per run, ${RUNS} runs, ${DUPLICATE_SHARE * 100}% redeliveries; turns running in the worker role`);
   const postgres = await startPostgres();
-  const slack = await startFakeSlack({ teamId: TEAM });
-  const model = await startScriptedAnthropic(() => ({ content: [text('Noted.')] }));
+  const fakes = await startRemoteFakes();
+  console.log(`  the fakes of Slack and the model run ${fakes.where}`);
   const rates: number[] = [];
   let lostTotal = 0;
   let extraTotal = 0;
@@ -56,7 +55,7 @@ export async function main(): Promise<void> {
       const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-ingest-'));
       const databaseUrl = await postgres.createDatabase('ingest');
       const secret = generateWebhookSecret();
-      const env = botEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir }, { BENCHGEN_WEBHOOK_SECRET: secret });
+      const env = botEnv({ slackApiUrl: fakes.slackApiUrl, anthropicUrl: fakes.anthropicUrl, databaseUrl, dataDir: dir }, { BENCHGEN_WEBHOOK_SECRET: secret });
       const bot = await spawnMain(env);
       await seed(databaseUrl);
       const agent = keepAliveAgent(CONCURRENCY);
@@ -141,8 +140,7 @@ export async function main(): Promise<void> {
       );
     }
   } finally {
-    await slack.stop();
-    await model.stop();
+    await fakes.stop();
     await postgres.stop();
   }
   report('deliveries per second (median of runs)', `${fmt(median(rates), 0)}/s  [${rates.map((x) => fmt(x, 0)).join(', ')}] (target >= 1000/s: ${median(rates) >= 1000 ? 'met' : 'MISSED'})`);

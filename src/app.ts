@@ -117,6 +117,7 @@ async function start(config: Config, roles: { web: boolean; worker: boolean }, o
     }
     const db = createDb(databaseUrl, {
       max: roles.worker ? Math.max(10, config.workerConcurrency + 10) : 10,
+      applicationName: roles.web && roles.worker ? 'verdict-bot' : roles.web ? 'verdict-bot web' : 'verdict-bot worker',
       onError: (error) => logger.warn({ err: error }, 'database connection lost; the pool reconnects'),
     });
     cleanups.push(() => db.close());

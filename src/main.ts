@@ -1,9 +1,11 @@
 // Entry point: load .env and the configuration, then run ROLE: `all` (default, `npm start`) is the
 // parent of a web and a worker process; `web` or `worker` runs that role alone, or as the parent's child.
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import type { Logger } from 'pino';
 import { createRootLogger, startRole } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { lowerProcessPriority } from './priority.js';
 import { PARENT_PID_ENV, startSupervisor, type RoleMessage } from './roles/supervisor.js';
 import { describeError } from './startup-error.js';
 
@@ -53,6 +55,9 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  // The parent lowered this worker's priority, which reached its main thread only: the other
+  // threads and the worker's session (its scheduler autogroup) follow.
+  if (supervised && config.role === 'worker') lowerProcessPriority(os.getPriority());
   // The bot stops in order (the parent: web role, worker role, then the embedded Postgres, which runs
   // in its own session so the terminal's Ctrl-C does not reach it); a signal during start-up waits
   // for the start to finish or fail, then stops. A role under the parent stops quietly: the parent

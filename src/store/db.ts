@@ -16,8 +16,14 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
-export function createDb(connectionString: string, options: { max?: number; onError?: (error: Error) => void } = {}): DbHandle {
-  const pool = createPgPool({ connectionString, max: options.max ?? 20, idleTimeoutMillis: 30_000 }, (error) => options.onError?.(error));
+export function createDb(
+  connectionString: string,
+  options: { max?: number; onError?: (error: Error) => void; applicationName?: string } = {},
+): DbHandle {
+  const pool = createPgPool(
+    { connectionString, max: options.max ?? 20, idleTimeoutMillis: 30_000, ...(options.applicationName ? { applicationName: options.applicationName } : {}) },
+    (error) => options.onError?.(error),
+  );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

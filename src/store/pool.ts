@@ -1,6 +1,7 @@
 // The pg pool both the bot and the sandbox use: bounded waits, and no crash when Postgres drops a
 // connection that is checked out.
 import pg from 'pg';
+import { followProcessPriority } from '../priority.js';
 
 /**
  * A pg pool whose connections can be lost at any moment without taking the process down.
@@ -12,13 +13,21 @@ import pg from 'pg';
  * running fails on its own, and pg-pool discards the broken client when it is released.
  */
 export function createPgPool(
-  config: { connectionString: string; max: number; idleTimeoutMillis?: number },
+  config: {
+    connectionString: string;
+    max: number;
+    idleTimeoutMillis?: number;
+    /** Shown in pg_stat_activity (which role a backend serves), unless the URL names one. */
+    applicationName?: string;
+  },
   onError: (error: Error) => void,
 ): pg.Pool {
   // Bounded waits: after a database restart no connect or query may hang a caller for ever; the
   // longest legitimate statement (a migration, a batch ingest, an Activity export) takes seconds.
+  const { applicationName, ...poolConfig } = config;
   const pool = new pg.Pool({
-    ...config,
+    ...poolConfig,
+    ...(applicationName && !/[?&]application_name=/.test(config.connectionString) ? { application_name: applicationName } : {}),
     connectionTimeoutMillis: 10_000,
     query_timeout: 30_000,
     keepAlive: true,
@@ -27,6 +36,12 @@ export function createPgPool(
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', onError);
+    // A niced process (the worker role of npm start) does its database work at its own priority
+    // too, when Postgres runs on this machine: its queries then never outrank the web role's acks.
+    const internals = client as unknown as { processID?: number | null; connection?: { stream?: { localPort?: number } } };
+    if (typeof internals.processID === 'number') {
+      followProcessPriority({ pid: internals.processID, localPort: internals.connection?.stream?.localPort, database: client.database });
+    }
   });
   return pool;
 }

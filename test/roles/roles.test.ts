@@ -1,7 +1,7 @@
 // The web and worker roles as real processes on one Postgres: `npm start` runs both under one parent,
 // each runs alone, the web role runs no turn, a killed worker is restarted while the web role acks,
 // and Slack events are stored by group commit (fewer commits than events, no ack before its commit).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { describe, expect, it, vi, afterAll } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
@@ -47,6 +47,24 @@ function stat(pid: number): { ppid: number; nice: number } {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return { ppid: Number(fields[1]), nice: Number(fields[16]) };
+}
+
+/** The nice value of every thread of a process (a nice value belongs to a thread on Linux). */
+function threadNices(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
+/** The nice value of a process's scheduler autogroup (its session's share of the CPU), when autogrouping is on. */
+function autogroupNice(pid: number): number | undefined {
+  try {
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() !== '1') return undefined;
+    return Number(/ nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 function alive(pid: number): boolean {
@@ -121,6 +139,33 @@ describe('npm start: the web and worker roles under one parent', () => {
     const first = await mention(url, env.SLACK_SIGNING_SECRET!, 'CROLE0');
     expect(first.status).toBe(200);
     await waitUntil(() => (slack.messages('CROLE0').some((m) => !m.seeded) ? true : undefined), 60_000, 'the first turn to post');
+
+    // Not only the worker's main thread: every thread, its session's scheduler group (with
+    // autogrouping a nice value counts only inside a session), and the Postgres backends doing its
+    // queries (each its own session) run below the web role and its backends.
+    expect(Math.min(...threadNices(worker))).toBeGreaterThan(Math.max(...threadNices(web)));
+    const autogroups = autogroupNice(worker) !== undefined;
+    if (autogroups) expect(autogroupNice(worker)).toBeGreaterThan(autogroupNice(web)!);
+    else console.log('autogrouping is off on this machine: only thread priorities are compared');
+    const backends = await query<{ pid: number; application_name: string }>(
+      databaseUrl,
+      `select pid, application_name from pg_stat_activity where datname = current_database() and application_name like 'verdict-bot %'`,
+    );
+    const byRole = (name: string) => backends.filter((b) => b.application_name === name).map((b) => b.pid);
+    expect(byRole('verdict-bot web').length).toBeGreaterThan(0);
+    expect(byRole('verdict-bot worker').length).toBeGreaterThan(0);
+    expect(byRole('verdict-bot sandbox').length).toBeGreaterThan(0);
+    // Renicing a process of another user needs privileges: as root, or when Postgres runs as us.
+    if (process.getuid?.() === 0 || statSync(`/proc/${byRole('verdict-bot worker')[0]}`).uid === process.getuid?.()) {
+      for (const pid of [...byRole('verdict-bot worker'), ...byRole('verdict-bot sandbox')]) {
+        expect(stat(pid).nice, `worker backend ${pid}`).toBe(stat(worker).nice);
+        if (autogroups) expect(autogroupNice(pid), `worker backend ${pid}`).toBe(autogroupNice(worker));
+      }
+      for (const pid of byRole('verdict-bot web')) {
+        expect(stat(pid).nice, `web backend ${pid}`).toBe(stat(web).nice);
+        if (autogroups) expect(autogroupNice(pid), `web backend ${pid}`).toBe(autogroupNice(web));
+      }
+    } else console.log('Postgres runs as another user and this test is not root: its backends keep their priority, not compared');
 
     process.kill(worker, 'SIGKILL');
     await run.waitFor('the worker role exited (SIGKILL)', 30_000);

@@ -217,7 +217,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
   const timeScale = options.timeScale ?? 1;
   if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
   let engineCleanup: (() => Promise<void>) | undefined;
-  const pool = createPgPool({ connectionString: options.databaseUrl, max: 8 }, (error) =>
+  const pool = createPgPool({ connectionString: options.databaseUrl, max: 8, applicationName: 'verdict-bot sandbox' }, (error) =>
     logger.error({ err: error }, 'sandbox database connection error'),
   );
 
