@@ -115,7 +115,8 @@ export async function main(): Promise<void> {
               .query<{ w: string }>(
                 `select application_name || ' | ' || coalesce(wait_event_type || ':' || wait_event, 'cpu') || ' | ' || regexp_replace(left(query, 60), '\\s+', ' ', 'g') as w from pg_stat_activity where pid <> pg_backend_pid() and datname = current_database() and state <> 'idle'`,
               )
-              .then((res) => res.rows.forEach((row) => (waits[row.w] = (waits[row.w] ?? 0) + 1)));
+              .then((res) => res.rows.forEach((row) => (waits[row.w] = (waits[row.w] ?? 0) + 1)))
+              .catch(() => undefined);
           }, 20)
         : undefined;
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);

@@ -8,6 +8,7 @@ import * as agentSessions from './2026-12-05-001-agent-sessions.js';
 import * as planMessages from './2026-12-05-002-plan-messages.js';
 import * as comparisonFiles from './2026-12-05-003-comparison-files.js';
 import * as verdictFeedback from './2026-12-05-004-verdict-feedback.js';
+import * as quietTurnJobs from './2026-12-05-005-quiet-turn-jobs.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-05-002-plan-messages': planMessages,
   '2026-12-05-003-comparison-files': comparisonFiles,
   '2026-12-05-004-verdict-feedback': verdictFeedback,
+  '2026-12-05-005-quiet-turn-jobs': quietTurnJobs,
 };

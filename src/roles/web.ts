@@ -11,6 +11,7 @@ import type { ListenerDeps } from '../slack/listeners/index.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { enqueueSlackTriggers, type SlackTriggerInput, type EnqueueResult } from '../store/triggers.js';
+import { createWorkerWaker } from '../store/wake-workers.js';
 import { WEBHOOK_PATH } from '../http/server.js';
 
 export interface WebRole {
@@ -75,12 +76,16 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
     });
     cleanups.push(() => http.close());
 
+    // The turn jobs are enqueued without a NOTIFY in the acknowledged commit; the workers are woken after it.
+    const waker = createWorkerWaker(db, logger);
     const slackIngest = createGroupCommit<SlackTriggerInput, EnqueueResult | undefined>({
       maxBatch: SLACK_INGEST_BATCH,
       maxInFlight: SLACK_INGEST_SLOTS,
-      flush: (items) => {
+      flush: async (items) => {
         logger.debug({ events: items.length }, 'slack ingest: one statement');
-        return enqueueSlackTriggers(db, items);
+        const results = await enqueueSlackTriggers(db, items, { quiet: true });
+        waker.wake(results.filter((r) => r?.created).length);
+        return results;
       },
     });
     slack = await createSlackApp(config, {

@@ -26,8 +26,15 @@ export interface EnqueueResult {
   created: boolean;
 }
 
-/** Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). */
-export function addJobFromInserted(maxAttempts: number) {
+/**
+ * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). `quiet`: no
+ * NOTIFY in this transaction (migration 2026-12-05-005 says why); the caller must then
+ * {@link import('./wake-workers.js').createWorkerWaker} after the commit, or the jobs wait for a poll.
+ */
+export function addJobFromInserted(maxAttempts: number, mode: 'notify' | 'quiet' = 'notify') {
+  if (mode === 'quiet') {
+    return sql`select enqueue_turn_jobs_quietly(array_agg(inserted.id::text), array_agg(inserted.chat_id::text), ${maxAttempts}::int) as added from inserted`;
+  }
   return sql`select graphile_worker.add_job(
       ${RUN_TURN_TASK},
       json_build_object('triggerId', inserted.id::text),
@@ -111,7 +118,7 @@ export interface SlackTriggerInput {
 export async function enqueueSlackTriggers(
   db: Db,
   items: readonly SlackTriggerInput[],
-  options: { maxAttempts?: number } = {},
+  options: { maxAttempts?: number; quiet?: boolean } = {},
 ): Promise<Array<EnqueueResult | undefined>> {
   if (items.length === 0) return [];
   const column = <T>(pick: (item: SlackTriggerInput) => T) => items.map(pick);
@@ -154,7 +161,7 @@ export async function enqueueSlackTriggers(
       on conflict on constraint triggers_dedupe do nothing
       returning id, chat_id, team_id, dedupe_key
     ),
-    job as (${addJobFromInserted(options.maxAttempts ?? 25)})
+    job as (${addJobFromInserted(options.maxAttempts ?? 25, options.quiet ? 'quiet' : 'notify')})
     select t.ord::text as ord, t.chat_id::text as chat_id, ins.id::text as trigger_id, ex.id::text as existing_id,
            -- Selected so that the job part runs (an unread CTE is skipped).
            (select count(*) from job) as jobs

@@ -1,19 +1,24 @@
 // Slack mentions and thread replies stored in batches on a real Postgres: chats, one trigger and one job each, redeliveries.
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createGroupCommit } from '../../src/store/group-commit.js';
 import { enqueueSlackTriggers, type EnqueueResult, type SlackTriggerInput } from '../../src/store/triggers.js';
+import { createWorkerWaker } from '../../src/store/wake-workers.js';
+import { waitUntil } from '../kit/wait.js';
 import { createTestDatabase } from '../kit/database.js';
 
 let handle: DbHandle;
+let databaseUrl: string;
 const hex = () => randomBytes(4).toString('hex');
 
 beforeAll(async () => {
-  handle = createDb(await createTestDatabase('slack_ingest'), { max: 6 });
+  databaseUrl = await createTestDatabase('slack_ingest');
+  handle = createDb(databaseUrl, { max: 6 });
   await migrateToLatest(handle.db);
   await migrateJobEngine(handle.pool, pino({ level: 'silent' }));
 });
@@ -106,5 +111,42 @@ describe('enqueueSlackTriggers', () => {
     expect(new Set(results.map((r) => r!.triggerId)).size).toBe(40);
     expect(results.every((r) => r!.created)).toBe(true);
     expect(await jobsOf(teamId)).toHaveLength(40);
+  });
+
+  it('quiet: the same job rows as graphile-worker\'s add_job, and no NOTIFY in the acknowledged commit; the waker sends one after it', async () => {
+    const listener = new pg.Client(databaseUrl);
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (n) => heard.push(n.payload ?? ''));
+    await listener.query('LISTEN "jobs:insert"');
+    try {
+      const teamId = `T${hex().toUpperCase()}`;
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+      // The notifying path: add_job's own NOTIFY arrives.
+      await enqueueSlackTriggers(handle.db, [mention(teamId, 'CLOUD', '1733150009.000100')]);
+      await settle();
+      expect(heard).toHaveLength(1);
+      // The quiet path: nothing, until the waker speaks (once, for both jobs).
+      const quiet = await enqueueSlackTriggers(handle.db, [mention(teamId, 'CQ1', '1733150009.000200'), mention(teamId, 'CQ2', '1733150009.000300')], { quiet: true });
+      await settle();
+      expect(heard).toHaveLength(1);
+      createWorkerWaker(handle.db, pino({ level: 'silent' })).wake(quiet.filter((r) => r?.created).length);
+      await waitUntil(() => (heard.length === 2 ? true : undefined), 5_000, 'the wake-up');
+      expect(JSON.parse(heard[1]!)).toMatchObject({ count: 2 });
+      // Both paths wrote the same kind of job: task, queue per chat, key per trigger, payload, attempts.
+      const rows = await sql<{ task: string; queue: string; key: string; payload: unknown; max_attempts: number; chat: string; trigger: string }>`
+        select t.identifier as task, q.queue_name as queue, j.key, j.payload, j.max_attempts, tr.chat_id::text as chat, tr.id::text as trigger
+        from graphile_worker._private_jobs j
+        join graphile_worker._private_tasks t on t.id = j.task_id
+        join graphile_worker._private_job_queues q on q.id = j.job_queue_id
+        join triggers tr on tr.id = (j.payload->>'triggerId')::bigint
+        where tr.team_id = ${teamId} order by j.id`.execute(handle.db);
+      expect(rows.rows).toHaveLength(3);
+      for (const row of rows.rows) {
+        expect(row).toEqual({ task: 'run_turn', queue: `chat:${row.chat}`, key: `trigger:${row.trigger}`, payload: { triggerId: row.trigger }, max_attempts: 25, chat: row.chat, trigger: row.trigger });
+      }
+    } finally {
+      await listener.end();
+    }
   });
 });
