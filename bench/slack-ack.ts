@@ -12,7 +12,7 @@ import { generateWebhookSecret } from '../src/platform/webhooks.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
-import { startPostgres } from './postgres.js';
+import { sampleWaits, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
 import { waitUntil } from '../test/kit/wait.js';
 
@@ -106,25 +106,9 @@ export async function main(): Promise<void> {
       // Diagnostic: BENCH_ACK_STOP_WORKER=1 measures the web role alone (no worker: the turns wait).
       const bot = await spawnMain(ackOnly ? { ...env, ROLE: 'web', BENCHGEN_WEBHOOK_SECRET: generateWebhookSecret() } : env);
       // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what each role's Postgres backends wait on during the load.
-      const waits: Record<string, number> = {};
-      const sampler = process.env.BENCH_SAMPLE_WAITS === '1' ? new pg.Client(databaseUrl) : undefined;
-      await sampler?.connect();
-      const sampling = sampler
-        ? setInterval(() => {
-            void sampler
-              .query<{ w: string }>(
-                `select application_name || ' | ' || coalesce(wait_event_type || ':' || wait_event, 'cpu') || ' | ' || regexp_replace(left(query, 60), '\\s+', ' ', 'g') as w from pg_stat_activity where pid <> pg_backend_pid() and datname = current_database() and state <> 'idle'`,
-              )
-              .then((res) => res.rows.forEach((row) => (waits[row.w] = (waits[row.w] ?? 0) + 1)))
-              .catch(() => undefined);
-          }, 20)
-        : undefined;
+      const waits = await sampleWaits(databaseUrl);
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
-      if (sampling) {
-        clearInterval(sampling);
-        await sampler!.end();
-        for (const [what, samples] of Object.entries(waits).sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`    ${samples} x ${what}`);
-      }
+      await waits.stop();
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
       // Every acknowledged event must become exactly one trigger and (with the worker) one finished turn.

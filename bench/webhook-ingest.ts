@@ -9,7 +9,7 @@ import { startRemoteFakes } from './remote-fakes.js';
 import { botEnv, spawnMain, TEAM } from './bot.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { keepAliveAgent, post } from './load.js';
-import { startPostgres } from './postgres.js';
+import { sampleWaits, startPostgres } from './postgres.js';
 
 const SECONDS = envNumber('BENCH_INGEST_SECONDS', 15);
 const CONCURRENCY = envNumber('BENCH_INGEST_CONCURRENCY', 32);
@@ -80,16 +80,7 @@ export async function main(): Promise<void> {
         } else failed += 1;
       };
       // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what Postgres backends wait on during the load.
-      const waits: Record<string, number> = {};
-      const sampler = process.env.BENCH_SAMPLE_WAITS === '1' ? new pg.Client(databaseUrl) : undefined;
-      await sampler?.connect();
-      const sampling = sampler
-        ? setInterval(() => {
-            void sampler
-              .query<{ w: string; q: string }>(`select coalesce(wait_event_type || ':' || wait_event, state) as w, left(query, 60) as q from pg_stat_activity where pid <> pg_backend_pid() and datname = current_database() and state <> 'idle'`)
-              .then((res) => res.rows.forEach((row) => (waits[`${row.w} | ${row.q}`] = (waits[`${row.w} | ${row.q}`] ?? 0) + 1)));
-          }, 50)
-        : undefined;
+      const waits = await sampleWaits(databaseUrl, 50);
       const deadline = performance.now() + SECONDS * 1000;
       const started = performance.now();
       let seq = 0;
@@ -109,11 +100,7 @@ export async function main(): Promise<void> {
         }),
       );
       const elapsed = (performance.now() - started) / 1000;
-      if (sampling) {
-        clearInterval(sampling);
-        await sampler!.end();
-        console.log(Object.entries(waits).sort((a, b) => b[1] - a[1]).slice(0, 15));
-      }
+      await waits.stop();
       agent.destroy();
       const client = new pg.Client(databaseUrl);
       await client.connect();

@@ -14,6 +14,7 @@ import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 import { sleep } from '../kit/wait.js';
 import { waitFor } from '../platform/helpers.js';
 import { seedEngineRun } from './fixtures/engine-run.js';
+import { readyLine } from './fixtures/ready-line.js';
 
 const TOGETHER_MODEL = 'togethercomputer/Tiny-Stories-Instruct';
 const RAY_MODEL = 'stories260K';
@@ -65,15 +66,7 @@ async function startPlatform(env: Record<string, string>): Promise<Child> {
     }
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      if (buffer.includes('\n')) resolve(buffer.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the platform process exited with ${code} before it was ready`)));
-  });
-  const { url, token } = JSON.parse(line) as { url: string; token: string };
+  const { url, token } = await readyLine(child);
   const handle: Child = {
     platform: createHttpPlatform({ baseUrl: url, token, timeoutMs: 10_000, retryBaseDelayMs: 20 }),
     logs,

@@ -10,6 +10,7 @@ import { createTestDatabase } from '../kit/database.js';
 import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
+import { readyLine } from './fixtures/ready-line.js';
 
 const MODEL = 'stories260K';
 const BENCHMARK = '501';
@@ -42,15 +43,7 @@ async function startPlatform(env: Record<string, string>): Promise<Child> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      if (buffer.includes('\n')) resolve(buffer.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the platform process exited with ${code} before it was ready`)));
-  });
-  const { url, token } = JSON.parse(line) as { url: string; token: string };
+  const { url, token } = await readyLine(child);
   const handle: Child = {
     platform: createHttpPlatform({ baseUrl: url, token, timeoutMs: 30_000, retryBaseDelayMs: 20 }),
     kill: async () => {

@@ -15,6 +15,7 @@ import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
 import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receiver, type TestSandbox } from '../platform/helpers.js';
 import { testTrainer } from './fixtures/test-trainer.js';
+import { readyLine } from './fixtures/ready-line.js';
 
 const ENGINE = 'test engine, CPU';
 const BASE = 'tiny-stories';
@@ -262,15 +263,7 @@ async function startChild(setup: Setup, mode: 'hold' | 'hang-after-adapter'): Pr
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const line = await new Promise<string>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      if (buffer.includes('\n')) resolve(buffer.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the platform process exited with ${code} before it was ready`)));
-  });
-  const { url, token } = JSON.parse(line) as { url: string; token: string };
+  const { url, token } = await readyLine(child);
   return {
     platform: createHttpPlatform({ baseUrl: url, token, timeoutMs: 5_000, retryBaseDelayMs: 20 }),
     kill: async () => {
