@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /**
- * Lowers every thread of this process to at least `niceness` and returns how many were changed.
+ * Lowers every thread of this process to at least `niceness`.
  *
  * On Linux a nice value belongs to a thread. The parent renices the worker's pid right after the
  * fork, which reaches only the main thread: the threads Node has already started by then (V8's
@@ -13,7 +13,7 @@ import os from 'node:os';
  * the thread that starts them, so one pass at start-up covers them. Elsewhere (no /proc) only the
  * process's priority is set.
  */
-export function lowerThreadPriorities(niceness: number): number {
+function lowerThreadPriorities(niceness: number): void {
   const target = Math.min(19, niceness);
   let tids: number[];
   try {
@@ -21,17 +21,13 @@ export function lowerThreadPriorities(niceness: number): number {
   } catch {
     tids = [0];
   }
-  let changed = 0;
   for (const tid of tids) {
     try {
-      if (os.getPriority(tid) >= target) continue;
-      os.setPriority(tid, target);
-      changed += 1;
+      if (os.getPriority(tid) < target) os.setPriority(tid, target);
     } catch {
       // A thread that ended meanwhile, or not permitted: it keeps its priority.
     }
   }
-  return changed;
 }
 
 /**
@@ -40,14 +36,11 @@ export function lowerThreadPriorities(niceness: number): number {
  * its own session). With autogrouping on (Linux's default, `/proc/sys/kernel/sched_autogroup_enabled`),
  * CPU is shared first between sessions and a nice value counts only inside one: the worker at nice
  * +10 in its own session still took as much CPU as the web role's session. Its session's nice fixes
- * that. A process in someone else's session (a terminal) leaves the session's nice alone. Returns
- * what it changed, for the log.
+ * that. A process in someone else's session (a terminal) leaves the session's nice alone.
  */
-export function lowerProcessPriority(niceness: number): { threads: number; autogroup: boolean } {
-  const threads = lowerThreadPriorities(niceness);
-  let autogroup = false;
-  if (leadsOwnSession(process.pid)) autogroup = lowerAutogroup('self', niceness) === 'changed';
-  return { threads, autogroup };
+export function lowerProcessPriority(niceness: number): void {
+  lowerThreadPriorities(niceness);
+  if (leadsOwnSession(process.pid)) lowerAutogroup('self', niceness);
 }
 
 /** Whether a process is its session's leader (`/proc/<pid>/stat`: the session id is the 6th field). */
@@ -63,18 +56,17 @@ function leadsOwnSession(pid: number): boolean {
 }
 
 /** Raises the nice value of a process's scheduler autogroup to `niceness`; `again` when the kernel asks to retry later. */
-function lowerAutogroup(pid: number | 'self', niceness: number): 'changed' | 'unchanged' | 'again' {
+function lowerAutogroup(pid: number | 'self', niceness: number): 'done' | 'again' {
   try {
     const file = `/proc/${pid}/autogroup`;
     const match = / nice (-?\d+)/.exec(readFileSync(file, 'utf8'));
     const target = Math.min(19, niceness);
-    if (!match || Number(match[1]) >= target) return 'unchanged';
-    writeFileSync(file, String(target));
-    return 'changed';
+    if (match && Number(match[1]) < target) writeFileSync(file, String(target));
+    return 'done';
   } catch (error) {
     // EAGAIN: rate-limited. Otherwise no autogroups (disabled, or not Linux), or not permitted:
     // the group keeps its share.
-    return (error as NodeJS.ErrnoException).code === 'EAGAIN' ? 'again' : 'unchanged';
+    return (error as NodeJS.ErrnoException).code === 'EAGAIN' ? 'again' : 'done';
   }
 }
 
@@ -110,35 +102,20 @@ function procCmdline(pid: number): string {
 
 /**
  * Gives the backend of a connection this process's own niceness when it is a local Postgres
- * process (see {@link isLocalBackend}); returns whether it did. A process at normal priority
- * changes nothing. Postgres's own processes (WAL writer, checkpointer) are not touched: they serve
+ * process (see {@link isLocalBackend}). A process at normal priority changes nothing. Postgres's own processes (WAL writer, checkpointer) are not touched: they serve
  * every role's commits.
  */
-export function followProcessPriority(identity: BackendIdentity): boolean {
-  let niceness: number;
+export function followProcessPriority(identity: BackendIdentity): void {
+  const niceness = os.getPriority();
+  if (niceness <= 0 || !isLocalBackend(identity)) return;
   try {
-    niceness = os.getPriority();
-  } catch {
-    return false;
-  }
-  if (niceness <= 0 || !isLocalBackend(identity)) return false;
-  let changed = false;
-  try {
-    if (os.getPriority(identity.pid) < niceness) {
-      os.setPriority(identity.pid, niceness);
-      changed = true;
-    }
+    if (os.getPriority(identity.pid) < niceness) os.setPriority(identity.pid, niceness);
   } catch {
     // Not permitted (a server run by another user, without privileges): it keeps its priority.
   }
   // Each Postgres backend calls setsid(), so with autogrouping on it is a scheduler group of its
   // own, where its nice value counts for nothing against other groups: the group's nice does.
-  if (leadsOwnSession(identity.pid)) {
-    const outcome = lowerAutogroup(identity.pid, niceness);
-    if (outcome === 'changed') changed = true;
-    else if (outcome === 'again') retryAutogroup(identity.pid, niceness, 5);
-  }
-  return changed;
+  if (leadsOwnSession(identity.pid) && lowerAutogroup(identity.pid, niceness) === 'again') retryAutogroup(identity.pid, niceness, 5);
 }
 
 /** The kernel takes 10 autogroup changes a second from an unprivileged process: a pool's burst of new connections waits its turn. */
