@@ -2,7 +2,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import type { EmbeddedDatabase } from '../src/store/embedded-postgres.js';
+import { type EmbeddedDatabase, startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { createDatabaseOn, startPrivatePostgres } from '../test/kit/database.js';
 import { processCpuMs, statFields } from './cpu.js';
 
@@ -19,7 +19,21 @@ export interface BenchPostgres {
 /** Starts this bench's own embedded PostgreSQL in a temporary folder. */
 export async function startPostgres(): Promise<BenchPostgres> {
   const postgres = await startPrivatePostgres({ folderPrefix: 'verdict-bench-pg-' });
-  const { server, dir } = postgres;
+  const { dir } = postgres;
+  let server = postgres.server;
+  if (process.env.BENCH_PG_STATEMENTS === '1') {
+    // The extension must be preloaded: set it, then restart the server on the same data and port.
+    const client = new pg.Client(server.url);
+    await client.connect();
+    await client.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+    await client.end();
+    await server.stop();
+    server = await startEmbeddedPostgres({ dataDir: postgres.dataDir, port: server.port });
+    const admin = new pg.Client(server.url);
+    await admin.connect();
+    await admin.query('create extension if not exists pg_stat_statements');
+    await admin.end();
+  }
   return {
     server,
     dir,
@@ -34,7 +48,10 @@ export async function startPostgres(): Promise<BenchPostgres> {
       return total;
     },
     createDatabase: (prefix) => createDatabaseOn(server.url, prefix),
-    stop: postgres.stop,
+    stop: async () => {
+      if (server !== postgres.server) await server.stop().catch(() => undefined);
+      await postgres.stop();
+    },
   };
 }
 
@@ -64,4 +81,28 @@ export async function sampleWaits(databaseUrl: string, everyMs = 20): Promise<{ 
       for (const [what, samples] of Object.entries(waits).sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`    ${samples} x ${what}`);
     },
   };
+}
+
+/**
+ * Diagnostic (BENCH_PG_STATEMENTS=1, set before `startPostgres`): prints the statements run on
+ * `databaseUrl`'s database, most calls first, as calls per `per` (e.g. per turn) and total time.
+ */
+export async function printStatements(adminUrl: string, databaseUrl: string, per: number, top = 40): Promise<void> {
+  if (process.env.BENCH_PG_STATEMENTS !== '1') return;
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const client = new pg.Client(adminUrl);
+  await client.connect();
+  try {
+    const rows = (
+      await client.query<{ calls: string; ms: number; query: string }>(
+        `select s.calls::text, s.total_exec_time as ms, regexp_replace(left(s.query, 140), '\\s+', ' ', 'g') as query
+           from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1 order by s.calls desc limit $2`,
+        [name, top],
+      )
+    ).rows;
+    console.log(`    statements on ${name}, calls per unit (${per} units) / total ms:`);
+    for (const row of rows) console.log(`    ${(Number(row.calls) / per).toFixed(2).padStart(8)} ${row.ms.toFixed(0).padStart(7)} ms  ${row.query}`);
+  } finally {
+    await client.end();
+  }
 }

@@ -1,6 +1,7 @@
 // Scale: 1,000 concurrent loops in one bot process on the sandbox: peak RSS, turns/s, worst queue wait.
 import { envNumber, fmt, isMain, quantile, report } from './stats.js';
 import { query, runLoops } from './loops-kit.js';
+import { printStatements } from './postgres.js';
 
 const LOOPS = envNumber('BENCH_SCALE_LOOPS', 1000);
 // Turns here are I/O-bound (model, platform, Slack, Postgres round trips); 32 keeps Postgres (pool = 42) busy without thrashing 2 cores.
@@ -54,6 +55,7 @@ export async function main(): Promise<void> {
     );
     report('Postgres transactions per turn (all of the run, sandbox included)', fmt(Number(stats!.commits) / Math.max(1, turns), 0));
     report('Slack limit violations (fake Slack)', `${run.slack.violations.length}`);
+    await printStatements(run.postgres.server.url, run.databaseUrl, turns);
   } finally {
     await run.stop();
   }

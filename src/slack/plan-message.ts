@@ -14,7 +14,7 @@ import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
-import { countPlanPostAttempt, getPlanMessage, planWriteWaitMs, recordPlanWrite, tryReserveSlot } from '../store/plan-messages.js';
+import { countPlanPostAttempt, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
 import { listChatResources } from '../store/resources.js';
 import { buildPlanMessage } from './blocks/plan.js';
@@ -27,8 +27,11 @@ export const PLAN_METADATA_TYPE = 'verdict_bot_plan';
 /** A running step is read from the platform at least this often, and more often as it nears its finish, down to the update pace. */
 export const PLAN_POLL_MAX_MS = 60_000;
 
-/** The longest a sync sleeps for its workspace slot; beyond it, it is rescheduled. */
+/** The longest a sync sleeps for its workspace slot; beyond it, it is rescheduled to the slot. */
 const MAX_SLOT_WAIT_MS = 2000;
+
+/** A reserved slot not used within this long after its time is given up (its job never came back for it). */
+const SLOT_VALID_MS = 60_000;
 
 /** The key under which the workspace's chat.update calls of plan messages are paced (a slot, not a channel). */
 const WORKSPACE_UPDATE_SLOT = '~plan-chat.update';
@@ -80,6 +83,9 @@ async function readLive(platform: Platform, kind: 'run' | 'training', id: string
 export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, chatId: string): Promise<PlanSyncResult> {
   const { db, logger } = deps;
   const scrubber = deps.scrubber ?? createScrubber();
+  const current = await readPlanMessage(db, teamId, chatId, SLACK_LIMITS.planUpdateIntervalMs, SLOT_VALID_MS);
+  // Its turn among the workspace's plan updates is further on: nothing to read or draw before then.
+  if (current.slotWaitMs !== undefined && current.slotWaitMs > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(current.slotWaitMs) };
   const chat = await db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
   const plan = chat ? parsePlan(chat.plan) : undefined;
   if (!chat || !plan) return { outcome: 'no_plan' };
@@ -101,15 +107,14 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
   }
   const view = derivePlanView({ plan, live, stored });
   const again = view.running ? pollIntervalMs(view, Date.now(), SLACK_LIMITS.planUpdateIntervalMs, PLAN_POLL_MAX_MS) : undefined;
-  const row = await getPlanMessage(db, teamId, chatId);
+  const row = current.row;
   const textOnly = row?.text_only ?? false;
   const message = scrubber.scrubValue(buildPlanMessage(view, chat.owner_user_id));
   const rendered = JSON.stringify({ textOnly, message });
   const previous = row?.state as StoredState | null | undefined;
   if (row?.slack_ts && previous?.rendered === rendered) return { outcome: 'unchanged', view, ...(again ? { againInMs: again } : {}) };
 
-  const wait = await planWriteWaitMs(db, teamId, chatId, SLACK_LIMITS.planUpdateIntervalMs);
-  if (wait > 0) return { outcome: 'paced', againInMs: Math.ceil(wait), view };
+  if (current.paceWaitMs > 0) return { outcome: 'paced', againInMs: Math.ceil(current.paceWaitMs), view };
 
   let slackTs = row?.slack_ts ?? undefined;
   if (!slackTs) {
@@ -136,10 +141,11 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
         await recordPlanWrite(db, teamId, chatId, { slackTs, state: { rendered: JSON.stringify({ textOnly: !blocks, message }), view }, textOnly: !blocks });
         return { outcome: 'posted', view, ...(again ? { againInMs: again } : {}) };
       }
-      const slot = await tryReserveSlot(db, teamId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace, MAX_SLOT_WAIT_MS);
-      // Many plans running in one workspace: this one waits its turn as a scheduled job, not asleep in a worker.
-      if ('retryInMs' in slot) return { outcome: 'paced', againInMs: slot.retryInMs, view };
-      if (slot.waitMs > 0) await sleep(slot.waitMs);
+      // The slot reserved earlier, or the next free one. Many plans running in one workspace: this
+      // one waits its turn as a job scheduled at its slot, not asleep in a worker.
+      const slotWait = current.slotWaitMs ?? (await reserveUpdateSlot(db, teamId, chatId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace));
+      if (slotWait > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(slotWait), view };
+      if (slotWait > 0) await sleep(slotWait);
       await deps.clients.writer.chat.update({
         channel: chat.channel_id,
         ts: slackTs,

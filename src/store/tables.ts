@@ -211,6 +211,8 @@ export interface PlanMessagesTable {
   text_only: Generated<boolean>;
   /** When Slack last took a write of it: the next waits the plan update interval (src/slack/limits.ts). */
   written_at: NullableTimestamp;
+  /** The workspace update slot reserved for its next write (src/store/plan-messages.ts), until used. */
+  slot_at: NullableTimestamp;
   created_at: Generated<Timestamp>;
 }
 

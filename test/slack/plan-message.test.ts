@@ -1,6 +1,7 @@
 // The plan message against a real Postgres and the fake Slack: posted once, rewritten only when what
 // it shows changes and only at the pace, found again after a post whose answer was lost, and held
-// back (as a rescheduled job, not a sleeping one) when the workspace's update slots are taken.
+// back (as a rescheduled job, not a sleeping one) when the workspace's update slots are taken, each
+// chat then waiting for a slot of its own.
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -119,6 +120,50 @@ describe('syncPlanMessage', () => {
     expect(held.againInMs).toBeGreaterThan(25_000);
     expect(held.againInMs).toBeLessThanOrEqual(31_500);
     expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
+  });
+
+  it('many plans in one workspace each wait for their own slot, in order, and ask for it once', async () => {
+    const chats = [await newChat(plan('completed')), await newChat(plan('completed')), await newChat(plan('completed'))];
+    for (const c of chats) {
+      expect((await syncPlanMessage(deps, TEAM, c.chatId)).outcome).toBe('posted');
+      await setPlan(c.chatId, plan('completed', 'completed'));
+      await ageLastWrite(c.chatId);
+    }
+    // Other chats of the workspace hold the slots for the next 30 s.
+    await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update', clock_timestamp() + interval '30 seconds')
+              on conflict (team_id, channel_id) do update set last_slot = excluded.last_slot`.execute(handle.db);
+    const updatesBefore = slack.callsTo('chat.update').length;
+    const waits: number[] = [];
+    for (const c of chats) {
+      const held = await syncPlanMessage(deps, TEAM, c.chatId);
+      expect(held.outcome).toBe('paced');
+      waits.push(held.againInMs!);
+    }
+    // One slot each, 1.5 s apart, after the held ones.
+    expect(waits[0]).toBeGreaterThan(29_000);
+    expect(waits[0]).toBeLessThanOrEqual(31_500);
+    expect(waits[1]! - waits[0]!).toBeGreaterThan(1_300);
+    expect(waits[2]! - waits[1]!).toBeGreaterThan(1_300);
+    const lastSlot = async () => (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where team_id = ${TEAM} and channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime();
+    const reservedUpTo = await lastSlot();
+    // Asked again before its slot (another event of its chat), a chat keeps its place: no new slot, no read, no write.
+    const again = await syncPlanMessage(deps, TEAM, chats[1]!.chatId);
+    expect(again.outcome).toBe('paced');
+    expect(Math.abs(again.againInMs! - waits[1]!)).toBeLessThan(1_000);
+    expect(await lastSlot()).toBe(reservedUpTo);
+    expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
+    // Its slot comes (the clock is moved instead of waited for): it writes, and the reservation is used up.
+    await sql`update plan_messages set slot_at = clock_timestamp() where chat_id = ${chats[1]!.chatId}`.execute(handle.db);
+    expect((await syncPlanMessage(deps, TEAM, chats[1]!.chatId)).outcome).toBe('updated');
+    expect(slack.callsTo('chat.update').length).toBe(updatesBefore + 1);
+    const row = await handle.db.selectFrom('plan_messages').select('slot_at').where('chat_id', '=', chats[1]!.chatId).executeTakeFirstOrThrow();
+    expect(row.slot_at).toBeNull();
+    // A reservation its job never came back for (two minutes old) is given up: the chat queues again at the end.
+    await sql`update plan_messages set slot_at = clock_timestamp() - interval '2 minutes' where chat_id = ${chats[2]!.chatId}`.execute(handle.db);
+    const requeued = await syncPlanMessage(deps, TEAM, chats[2]!.chatId);
+    expect(requeued.outcome).toBe('paced');
+    expect(requeued.againInMs!).toBeGreaterThan(waits[2]!);
+    expect(await lastSlot()).toBeGreaterThan(reservedUpTo);
   });
 
   it('a chat without a plan has no plan message', async () => {
