@@ -1,6 +1,6 @@
 // Renders a chart server-side, with no browser: Vega draws it as SVG, resvg rasterizes it to PNG.
 // Imported only where posts are delivered (the worker role), so the web role never loads them.
-import { Resvg } from '@resvg/resvg-js';
+import { renderAsync } from '@resvg/resvg-js';
 import { parse, View, type Spec } from 'vega';
 import { accuracyChart, accuracyChartSpec, accuracyChartText } from './accuracy-chart.js';
 import type { Comparison } from '../../analysis/index.js';
@@ -23,14 +23,17 @@ export async function specToSvg(spec: Record<string, unknown>): Promise<string> 
   }
 }
 
-/** SVG to PNG at twice the size, with the system's DejaVu Sans (Debian's fonts-dejavu-core). */
-export function svgToPng(svg: string): { png: Buffer; width: number; height: number } {
-  const resvg = new Resvg(svg, {
+/**
+ * SVG to PNG at twice the size, with the system's DejaVu Sans (Debian's fonts-dejavu-core). Fonts are
+ * loaded and the image drawn on libuv's thread pool (resvg's async render), off the event loop that
+ * runs the turns; only the PNG encoding runs on it.
+ */
+export async function svgToPng(svg: string): Promise<{ png: Buffer; width: number; height: number }> {
+  const image = await renderAsync(svg, {
     fitTo: { mode: 'zoom', value: 2 },
     background: 'white',
     font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans', sansSerifFamily: 'DejaVu Sans' },
   });
-  const image = resvg.render();
   return { png: image.asPng(), width: image.width, height: image.height };
 }
 
@@ -40,7 +43,7 @@ async function labelPng(text: string): Promise<Buffer> {
     height: 40,
     marks: [{ type: 'text', encode: { enter: { x: { value: 10 }, y: { value: 25 }, text: { value: text }, fontSize: { value: 16 } } } }],
   };
-  return svgToPng(await specToSvg(spec)).png;
+  return (await svgToPng(await specToSvg(spec))).png;
 }
 
 let fontCheck: Promise<boolean> | undefined;
@@ -60,6 +63,6 @@ export const NO_FONT_MESSAGE = 'the chart needs a font on the machine that runs 
 export async function renderAccuracyChart(comparison: Comparison, models: { before: string; after: string }): Promise<RenderedChart> {
   if (!(await canDrawText())) throw new Error(NO_FONT_MESSAGE);
   const chart = accuracyChart(comparison, models);
-  const { png, width, height } = svgToPng(await specToSvg(accuracyChartSpec(chart)));
+  const { png, width, height } = await svgToPng(await specToSvg(accuracyChartSpec(chart)));
   return { png, text: accuracyChartText(chart), width, height };
 }
