@@ -55,6 +55,9 @@ export async function main(): Promise<void> {
     );
     report('Postgres transactions per turn (all of the run, sandbox included)', fmt(Number(stats!.commits) / Math.max(1, turns), 0));
     report('Slack limit violations (fake Slack)', `${run.slack.violations.length}`);
+    const kinds = new Map<string, number>();
+    for (const v of run.slack.violations) kinds.set(v.replace(/\d+/g, 'N'), (kinds.get(v.replace(/\d+/g, 'N')) ?? 0) + 1);
+    for (const [kind, count] of kinds) console.log(`    ${count} x ${kind}`);
     await printStatements(run.postgres.server.url, run.databaseUrl, turns);
   } finally {
     await run.stop();

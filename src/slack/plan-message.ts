@@ -14,7 +14,7 @@ import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
-import { countPlanPostAttempt, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
+import { claimWrite, countPlanPostAttempt, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
 import { listChatResources } from '../store/resources.js';
 import { buildPlanMessage } from './blocks/plan.js';
@@ -35,6 +35,8 @@ const SLOT_VALID_MS = 60_000;
 
 /** The key under which the workspace's chat.update calls of plan messages are paced (a slot, not a channel). */
 const WORKSPACE_UPDATE_SLOT = '~plan-chat.update';
+/** The key under which the time of the workspace's last plan chat.update is kept. */
+const WORKSPACE_WRITTEN_KEY = '~plan-chat.update:written';
 
 export interface PlanSyncResult {
   /** What happened, for logs and tests. */
@@ -146,6 +148,8 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
       const slotWait = current.slotWaitMs ?? (await reserveUpdateSlot(db, teamId, chatId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace));
       if (slotWait > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(slotWait), view };
       if (slotWait > 0) await sleep(slotWait);
+      const spacing = await claimWorkspaceWrite(db, teamId);
+      if (spacing > 0) return { outcome: 'paced', againInMs: Math.ceil(spacing), view };
       await deps.clients.writer.chat.update({
         channel: chat.channel_id,
         ts: slackTs,
@@ -173,6 +177,18 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
       }
       throw error;
     }
+  }
+}
+
+/**
+ * The workspace's plan writes stay an interval apart even when slots are used late: a claim that
+ * finds the last write too recent waits for it (within the sleep a sync allows), or returns the wait.
+ */
+async function claimWorkspaceWrite(db: Db, teamId: string): Promise<number> {
+  for (let tries = 0; ; tries += 1) {
+    const wait = await claimWrite(db, teamId, WORKSPACE_WRITTEN_KEY, SLACK_LIMITS.updateIntervalMsPerWorkspace);
+    if (wait === 0 || wait > MAX_SLOT_WAIT_MS || tries === 2) return wait;
+    await sleep(wait);
   }
 }
 

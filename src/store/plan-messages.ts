@@ -83,3 +83,25 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
     returning greatest(0, extract(epoch from (slot_at - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
   return Number(rows[0]?.wait_ms ?? 0);
 }
+
+/**
+ * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
+ * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
+ * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
+ * worker), so a late one never lands on the next one's.
+ */
+export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
+  const { rows } = await sql<{ wait_ms: number }>`
+    with claimed as (
+      insert into channel_post_slots as s (team_id, channel_id, last_slot)
+      values (${teamId}, ${key}, clock_timestamp())
+      on conflict (team_id, channel_id) do update set last_slot = clock_timestamp()
+        where s.last_slot <= clock_timestamp() - make_interval(secs => ${intervalMs / 1000}::float8)
+      returning 0::float8 as wait_ms
+    )
+    select wait_ms from claimed
+    union all
+    select greatest(1, extract(epoch from (last_slot + make_interval(secs => ${intervalMs / 1000}::float8) - clock_timestamp())) * 1000)::float8
+      from channel_post_slots where team_id = ${teamId} and channel_id = ${key} and not exists (select 1 from claimed)`.execute(db);
+  return Number(rows[0]?.wait_ms ?? 0);
+}

@@ -166,6 +166,29 @@ describe('syncPlanMessage', () => {
     expect(await lastSlot()).toBeGreaterThan(reservedUpTo);
   });
 
+  it('a slot used late (its job waited for a worker) still keeps the workspace writes an interval apart', async () => {
+    const { chatId } = await newChat(plan('completed'));
+    expect((await syncPlanMessage(deps, TEAM, chatId)).outcome).toBe('posted');
+    await setPlan(chatId, plan('completed', 'completed'));
+    await ageLastWrite(chatId);
+    // Its slot passed 5 s ago, and another chat's write is (as the clock is set) 10 s ahead of now.
+    await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update', clock_timestamp())`.execute(handle.db);
+    await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update:written', clock_timestamp() + interval '10 seconds')`.execute(handle.db);
+    await sql`update plan_messages set slot_at = clock_timestamp() - interval '5 seconds' where chat_id = ${chatId}`.execute(handle.db);
+    const updatesBefore = slack.callsTo('chat.update').length;
+    const held = await syncPlanMessage(deps, TEAM, chatId);
+    expect(held.outcome).toBe('paced');
+    expect(held.againInMs).toBeGreaterThan(10_000);
+    expect(held.againInMs).toBeLessThanOrEqual(11_600);
+    expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
+    // The last write is long enough ago: it writes on the slot it holds, without queueing again.
+    await sql`update channel_post_slots set last_slot = clock_timestamp() - interval '1 minute' where channel_id = '~plan-chat.update:written'`.execute(handle.db);
+    const queueEnd = (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime();
+    expect((await syncPlanMessage(deps, TEAM, chatId)).outcome).toBe('updated');
+    expect(slack.callsTo('chat.update').length).toBe(updatesBefore + 1);
+    expect((await sql<{ t: Date }>`select last_slot as t from channel_post_slots where channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime()).toBe(queueEnd);
+  });
+
   it('a chat without a plan has no plan message', async () => {
     thread += 1;
     const row = await handle.db
