@@ -12,7 +12,7 @@ import { generateWebhookSecret } from '../src/platform/webhooks.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
-import { sampleWaits, startPostgres } from './postgres.js';
+import { printStatements, sampleWaits, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
 import { waitUntil } from '../test/kit/wait.js';
 
@@ -137,6 +137,8 @@ export async function main(): Promise<void> {
           ).catch(async () => count());
       const drainS = (performance.now() - drainStart) / 1000;
       await client.end();
+      // Diagnostic: BENCH_PG_STATEMENTS=1 prints the statements of this run's database per finished turn.
+      await printStatements(postgres.server.url, databaseUrl, Math.max(1, Number(final.done)));
       await bot.stop();
       const lost = ackOnly
         ? Math.abs(Number(final.triggers) - m.ok) + Math.abs(Number(final.jobs) - m.ok)

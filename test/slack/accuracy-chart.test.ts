@@ -69,6 +69,17 @@ describe('accuracy chart', () => {
     expect(rendered.text).toContain('All (2000): before 33.4%');
   });
 
+  it('draws charts asked for together one after another, each its own, and one that fails does not stop the next', async () => {
+    const models = { before: 'qwen/Qwen2.5-0.5B-Instruct', after: 'ft/Qwen2.5-0.5B-Instruct-lora-1' };
+    const broken = renderAccuracyChart({} as ReturnType<typeof runs>, models);
+    const charts = [100, 200, 300].map((n) => renderAccuracyChart(runs(n, 3), models));
+    await expect(broken).rejects.toThrow();
+    const texts = (await Promise.all(charts)).map((c) => c.text);
+    expect(texts[0]).toContain('All (100)');
+    expect(texts[1]).toContain('All (200)');
+    expect(texts[2]).toContain('All (300)');
+  });
+
   it('draws its labels: a font is found (without one, resvg leaves text out silently and no chart is rendered)', async () => {
     // Without a usable font, install fonts-dejavu-core (README); renderAccuracyChart then refuses with NO_FONT_MESSAGE.
     expect(await canDrawText()).toBe(true);
