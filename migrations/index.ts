@@ -10,6 +10,7 @@ import * as comparisonFiles from './2026-12-05-003-comparison-files.js';
 import * as verdictFeedback from './2026-12-05-004-verdict-feedback.js';
 import * as quietTurnJobs from './2026-12-05-005-quiet-turn-jobs.js';
 import * as planUpdateSlots from './2026-12-05-006-plan-update-slots.js';
+import * as turnOwners from './2026-12-05-007-turn-owners.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-05-004-verdict-feedback': verdictFeedback,
   '2026-12-05-005-quiet-turn-jobs': quietTurnJobs,
   '2026-12-05-006-plan-update-slots': planUpdateSlots,
+  '2026-12-05-007-turn-owners': turnOwners,
 };

@@ -59,6 +59,8 @@ export interface TurnsTable {
   error: string | null;
   started_at: Timestamp;
   finished_at: NullableTimestamp;
+  /** The chat's owner, filled on insert by the database (migration 2026-12-05-007): the Home tab's totals by person. */
+  owner_user_id: ColumnType<string, string | undefined, never>;
 }
 
 export interface MessagesTable {
