@@ -27,6 +27,8 @@ export interface LoopsRun {
   finished: number;
   /** Peak RSS of the bot process, sampled until the end, in MB. */
   peakRssMb: number;
+  /** The bot's `process.memoryUsage()` when its RSS was highest among the samples (MB). */
+  memoryAtPeak: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number } | undefined;
   /** Most loops started (mention acknowledged) and not yet at their verdict at one time. */
   peakInFlight: number;
   /** CPU milliseconds spent from the first mention to the last verdict, per process group. */
@@ -86,6 +88,7 @@ export async function runLoops(
   agent.destroy();
   const open = new Set(threads.map((_, i) => i));
   let peakRssMb = 0;
+  let memoryAtPeak: LoopsRun['memoryAtPeak'];
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
   while (open.size > 0 && Date.now() < deadline) {
     for (const i of open) {
@@ -95,6 +98,11 @@ export async function runLoops(
       }
     }
     peakRssMb = Math.max(peakRssMb, await bot.peakRssMb());
+    const usage = await bot.request<NodeJS.MemoryUsage>('memory');
+    if (usage && usage.rss / 1048576 > (memoryAtPeak?.rss ?? 0)) {
+      const mb = (x: number) => x / 1048576;
+      memoryAtPeak = { rss: mb(usage.rss), heapTotal: mb(usage.heapTotal), heapUsed: mb(usage.heapUsed), external: mb(usage.external), arrayBuffers: mb(usage.arrayBuffers) };
+    }
     options.onProgress?.(n - open.size);
     if (open.size > 0) await sleep(250);
   }
@@ -116,6 +124,7 @@ export async function runLoops(
     wallMs,
     finished: n - open.size,
     peakRssMb,
+    memoryAtPeak,
     cpuMs,
     peakInFlight,
     stop: async () => {

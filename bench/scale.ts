@@ -44,6 +44,8 @@ export async function main(): Promise<void> {
     const turnMs = waits.map((x) => Number(x.turn_ms)).filter((x) => Number.isFinite(x));
     report('turn duration p50 / p99', `${fmt(quantile(turnMs, 0.5), 0)} / ${fmt(quantile(turnMs, 0.99), 0)} ms`);
     report('peak RSS of the bot process (VmHWM)', `${fmt(run.peakRssMb, 0)} MB (target < 500 MB: ${run.peakRssMb < 500 ? 'met' : 'MISSED'})`);
+    const m = run.memoryAtPeak;
+    if (m) report('memory at the highest sampled RSS', `rss ${fmt(m.rss, 0)} MB: V8 heap ${fmt(m.heapUsed, 0)} used of ${fmt(m.heapTotal, 0)} MB, external ${fmt(m.external, 0)} MB (array buffers ${fmt(m.arrayBuffers, 0)} MB), the rest native`);
     report('turns completed / per second', `${turns} / ${fmt(turns / seconds, 1)} per s (first start to last finish)`);
     report('queue wait trigger -> turn start: p50 / p99 / max', `${fmt(quantile(w, 0.5), 0)} / ${fmt(quantile(w, 0.99), 0)} / ${fmt(Math.max(...w), 0)} ms; ${over} of ${w.length} over 1 s (target 0: ${over === 0 ? 'met' : 'MISSED'})`);
     const [stats] = await query<{ commits: string }>(run.databaseUrl, `select xact_commit + xact_rollback as commits from pg_stat_database where datname = current_database()`);
