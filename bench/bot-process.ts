@@ -1,5 +1,7 @@
 // Child process for benches: startBot() from the environment, logs to a file, answers IPC commands.
 import { createWriteStream } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startBot, type Bot } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
@@ -34,6 +36,7 @@ process.on('message', (raw) => {
     let value: unknown = null;
     if (m.command === 'stop-worker') await bot?.worker.stop();
     else if (m.command === 'memory') value = process.memoryUsage();
+    else if (m.command === 'heap-snapshot') value = (await import('node:v8')).writeHeapSnapshot(path.join(os.tmpdir(), `verdict-bench-${process.pid}-${Date.now()}.heapsnapshot`));
     send({ type: 'reply', id: m.id, value });
   })();
 });

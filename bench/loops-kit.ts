@@ -89,6 +89,7 @@ export async function runLoops(
   const open = new Set(threads.map((_, i) => i));
   let peakRssMb = 0;
   let memoryAtPeak: LoopsRun['memoryAtPeak'];
+  let snapshotTaken = false;
   const deadline = Date.now() + (options.timeoutMs ?? 600_000);
   while (open.size > 0 && Date.now() < deadline) {
     for (const i of open) {
@@ -102,6 +103,11 @@ export async function runLoops(
     if (usage && usage.rss / 1048576 > (memoryAtPeak?.rss ?? 0)) {
       const mb = (x: number) => x / 1048576;
       memoryAtPeak = { rss: mb(usage.rss), heapTotal: mb(usage.heapTotal), heapUsed: mb(usage.heapUsed), external: mb(usage.external), arrayBuffers: mb(usage.arrayBuffers) };
+    }
+    // Diagnostic: BENCH_HEAP_SNAPSHOT_AT=<verdicts> writes a heap snapshot of the bot once that many loops are done.
+    if (!snapshotTaken && process.env.BENCH_HEAP_SNAPSHOT_AT && n - open.size >= Number(process.env.BENCH_HEAP_SNAPSHOT_AT)) {
+      snapshotTaken = true;
+      console.log(`  heap snapshot of the bot: ${await bot.request<string>('heap-snapshot')}`);
     }
     options.onProgress?.(n - open.size);
     if (open.size > 0) await sleep(250);
