@@ -54,6 +54,16 @@ async function newChat(p: Plan): Promise<{ chatId: string; threadTs: string }> {
 const setPlan = (chatId: string, p: Plan) => handle.db.updateTable('chats').set({ plan: JSON.stringify(p) }).where('id', '=', chatId).execute();
 /** As if the last write was long ago: the pace is kept on the database's clock, so the test moves it instead of waiting. */
 const ageLastWrite = (chatId: string) => sql`update plan_messages set written_at = written_at - interval '1 minute' where chat_id = ${chatId}`.execute(handle.db);
+/** Syncs a chat that must wait: paced, rescheduled within (minMs, maxMs], nothing written to Slack. */
+async function expectHeld(chatId: string, minMs: number, maxMs: number): Promise<number> {
+  const updatesBefore = slack.callsTo('chat.update').length;
+  const held = await syncPlanMessage(deps, TEAM, chatId);
+  expect(held.outcome).toBe('paced');
+  expect(held.againInMs).toBeGreaterThan(minMs);
+  expect(held.againInMs).toBeLessThanOrEqual(maxMs);
+  expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
+  return held.againInMs!;
+}
 const planPosts = (threadTs: string) => slack.messages(CHANNEL, threadTs).filter((m) => m.metadata?.event_type === PLAN_METADATA_TYPE);
 
 beforeAll(async () => {
@@ -114,12 +124,7 @@ describe('syncPlanMessage', () => {
     // Other chats of the workspace hold the slots for the next 30 s.
     await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update', clock_timestamp() + interval '30 seconds')
               on conflict (team_id, channel_id) do update set last_slot = excluded.last_slot`.execute(handle.db);
-    const updatesBefore = slack.callsTo('chat.update').length;
-    const held = await syncPlanMessage(deps, TEAM, chatId);
-    expect(held.outcome).toBe('paced');
-    expect(held.againInMs).toBeGreaterThan(25_000);
-    expect(held.againInMs).toBeLessThanOrEqual(31_500);
-    expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
+    await expectHeld(chatId, 25_000, 31_500);
   });
 
   it('many plans in one workspace each wait for their own slot, in order, and ask for it once', async () => {
@@ -175,12 +180,8 @@ describe('syncPlanMessage', () => {
     await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update', clock_timestamp())`.execute(handle.db);
     await sql`insert into channel_post_slots (team_id, channel_id, last_slot) values (${TEAM}, '~plan-chat.update:written', clock_timestamp() + interval '10 seconds')`.execute(handle.db);
     await sql`update plan_messages set slot_at = clock_timestamp() - interval '5 seconds' where chat_id = ${chatId}`.execute(handle.db);
+    await expectHeld(chatId, 10_000, 11_600);
     const updatesBefore = slack.callsTo('chat.update').length;
-    const held = await syncPlanMessage(deps, TEAM, chatId);
-    expect(held.outcome).toBe('paced');
-    expect(held.againInMs).toBeGreaterThan(10_000);
-    expect(held.againInMs).toBeLessThanOrEqual(11_600);
-    expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
     // The last write is long enough ago: it writes on the slot it holds, without queueing again.
     await sql`update channel_post_slots set last_slot = clock_timestamp() - interval '1 minute' where channel_id = '~plan-chat.update:written'`.execute(handle.db);
     const queueEnd = (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime();
