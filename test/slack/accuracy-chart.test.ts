@@ -69,7 +69,7 @@ describe('accuracy chart', () => {
     expect(rendered.text).toContain('All (2000): before 33.4%');
   });
 
-  it('draws charts asked for together one after another, each its own, and one that fails does not stop the next', async () => {
+  it('charts asked for together each come out as their own, and one that fails does not hold up the ones queued behind it', async () => {
     const models = { before: 'qwen/Qwen2.5-0.5B-Instruct', after: 'ft/Qwen2.5-0.5B-Instruct-lora-1' };
     const broken = renderAccuracyChart({} as ReturnType<typeof runs>, models);
     const charts = [100, 200, 300].map((n) => renderAccuracyChart(runs(n, 3), models));

@@ -64,6 +64,9 @@ async function expectHeld(chatId: string, minMs: number, maxMs: number): Promise
   expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
   return held.againInMs!;
 }
+/** The time held under a workspace pacing key of channel_post_slots (ms since the epoch). */
+const slotTime = async (key: string) =>
+  (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where team_id = ${TEAM} and channel_id = ${key}`.execute(handle.db)).rows[0]!.t.getTime();
 const planPosts = (threadTs: string) => slack.messages(CHANNEL, threadTs).filter((m) => m.metadata?.event_type === PLAN_METADATA_TYPE);
 
 beforeAll(async () => {
@@ -149,13 +152,12 @@ describe('syncPlanMessage', () => {
     expect(waits[0]).toBeLessThanOrEqual(31_500);
     expect(waits[1]! - waits[0]!).toBeGreaterThan(1_300);
     expect(waits[2]! - waits[1]!).toBeGreaterThan(1_300);
-    const lastSlot = async () => (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where team_id = ${TEAM} and channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime();
-    const reservedUpTo = await lastSlot();
+    const reservedUpTo = await slotTime('~plan-chat.update');
     // Asked again before its slot (another event of its chat), a chat keeps its place: no new slot, no read, no write.
     const again = await syncPlanMessage(deps, TEAM, chats[1]!.chatId);
     expect(again.outcome).toBe('paced');
     expect(Math.abs(again.againInMs! - waits[1]!)).toBeLessThan(1_000);
-    expect(await lastSlot()).toBe(reservedUpTo);
+    expect(await slotTime('~plan-chat.update')).toBe(reservedUpTo);
     expect(slack.callsTo('chat.update').length).toBe(updatesBefore);
     // Its slot comes (the clock is moved instead of waited for): it writes, and the reservation is used up.
     await sql`update plan_messages set slot_at = clock_timestamp() where chat_id = ${chats[1]!.chatId}`.execute(handle.db);
@@ -168,7 +170,7 @@ describe('syncPlanMessage', () => {
     const requeued = await syncPlanMessage(deps, TEAM, chats[2]!.chatId);
     expect(requeued.outcome).toBe('paced');
     expect(requeued.againInMs!).toBeGreaterThan(waits[2]!);
-    expect(await lastSlot()).toBeGreaterThan(reservedUpTo);
+    expect(await slotTime('~plan-chat.update')).toBeGreaterThan(reservedUpTo);
   });
 
   it('a slot used late (its job waited for a worker) still keeps the workspace writes an interval apart', async () => {
@@ -184,10 +186,10 @@ describe('syncPlanMessage', () => {
     const updatesBefore = slack.callsTo('chat.update').length;
     // The last write is long enough ago: it writes on the slot it holds, without queueing again.
     await sql`update channel_post_slots set last_slot = clock_timestamp() - interval '1 minute' where channel_id = '~plan-chat.update:written'`.execute(handle.db);
-    const queueEnd = (await sql<{ t: Date }>`select last_slot as t from channel_post_slots where channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime();
+    const queueEnd = await slotTime('~plan-chat.update');
     expect((await syncPlanMessage(deps, TEAM, chatId)).outcome).toBe('updated');
     expect(slack.callsTo('chat.update').length).toBe(updatesBefore + 1);
-    expect((await sql<{ t: Date }>`select last_slot as t from channel_post_slots where channel_id = '~plan-chat.update'`.execute(handle.db)).rows[0]!.t.getTime()).toBe(queueEnd);
+    expect(await slotTime('~plan-chat.update')).toBe(queueEnd);
   });
 
   it('a chat without a plan has no plan message', async () => {
