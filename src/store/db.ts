@@ -66,3 +66,23 @@ export async function pingDatabase(db: Db, timeoutMs = 2000): Promise<boolean> {
     clearTimeout(timer);
   }
 }
+
+/**
+ * Runs `fn` in a transaction that commits without waiting for its WAL to reach the disk
+ * (`synchronous_commit = off` for this transaction alone). For the worker's writes whose loss in a
+ * database crash is a state the bot already recovers from, as after a worker killed just before
+ * them: pacing slots, a turn's start and its conclusion, a delivered post's ts and permalink, the
+ * live plan's last write. Never for a write that must be durable before an effect outside the
+ * database (a post attempt, a launch, a model call's cost): those commit synchronously, and their
+ * flush carries every relaxed commit before them to the disk too (the WAL is written in order), so
+ * a crash can only lose the relaxed tail after the last durable commit. Visibility is not relaxed:
+ * other sessions see the write at once. Fewer flushes leave the WAL to the web role's acks
+ * (docs/performance.md). Inside a caller's transaction, the caller decides.
+ */
+export async function relaxedCommit<T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return fn(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`set local synchronous_commit = off`.execute(trx);
+    return fn(trx);
+  });
+}

@@ -1,6 +1,6 @@
 // The live plan message of a chat: its Slack ts, what it last showed, and when Slack last took it.
 import { sql } from 'kysely';
-import type { Db } from './db.js';
+import { relaxedCommit, type Db } from './db.js';
 import type { PlanMessageRow } from './tables.js';
 
 export interface PlanMessageState {
@@ -47,19 +47,26 @@ export async function countPlanPostAttempt(
   return row.post_attempts;
 }
 
-/** Records what Slack took: the message's ts (set once), the state it shows and the time of the write; a reserved slot is used up. */
+/**
+ * Records what Slack took: the message's ts (set once), the state it shows and the time of the write;
+ * a reserved slot is used up. Committed relaxed (src/store/db.ts relaxedCommit): lost in a database
+ * crash, the next sync writes the same plan again, or finds a posted one in the thread (its post
+ * attempt was counted durably before).
+ */
 export async function recordPlanWrite(
   db: Db,
   teamId: string,
   chatId: string,
   write: { slackTs: string; state: unknown; textOnly: boolean },
 ): Promise<void> {
-  await db
-    .updateTable('plan_messages')
-    .set({ slack_ts: write.slackTs, state: JSON.stringify(write.state), text_only: write.textOnly, written_at: sql`clock_timestamp()`, slot_at: null })
-    .where('team_id', '=', teamId)
-    .where('chat_id', '=', chatId)
-    .execute();
+  await relaxedCommit(db, (trx) =>
+    trx
+      .updateTable('plan_messages')
+      .set({ slack_ts: write.slackTs, state: JSON.stringify(write.state), text_only: write.textOnly, written_at: sql`clock_timestamp()`, slot_at: null })
+      .where('team_id', '=', teamId)
+      .where('chat_id', '=', chatId)
+      .execute(),
+  );
 }
 
 /**
@@ -67,10 +74,11 @@ export async function recordPlanWrite(
  * `intervalMs`) for this chat, however far ahead, and records it on the chat's row: returns the wait
  * until it. The slots are handed out in order, so with many plans in one workspace each waits its
  * turn once, rather than every waiting plan asking again at every free slot. One statement: the
- * slot row's lock orders concurrent reservations, on the database's clock.
+ * slot row's lock orders concurrent reservations, on the database's clock. Committed relaxed, like
+ * every pacing write (src/store/db.ts relaxedCommit).
  */
 export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, key: string, intervalMs: number): Promise<number> {
-  const { rows } = await sql<{ wait_ms: number }>`
+  const { rows } = await relaxedCommit(db, (trx) => sql<{ wait_ms: number }>`
     with slot as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
       values (${teamId}, ${key}, clock_timestamp())
@@ -80,7 +88,7 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
     )
     update plan_messages set slot_at = (select last_slot from slot)
     where team_id = ${teamId} and chat_id = ${chatId}
-    returning greatest(0, extract(epoch from (slot_at - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
+    returning greatest(0, extract(epoch from (slot_at - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(trx));
   return Number(rows[0]?.wait_ms ?? 0);
 }
 
@@ -88,10 +96,10 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
  * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
  * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
  * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
- * worker), so a late one never lands on the next one's.
+ * worker), so a late one never lands on the next one's. Committed relaxed (pacing).
  */
 export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
-  const { rows } = await sql<{ wait_ms: number }>`
+  const { rows } = await relaxedCommit(db, (trx) => sql<{ wait_ms: number }>`
     with claimed as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
       values (${teamId}, ${key}, clock_timestamp())
@@ -102,6 +110,6 @@ export async function claimWrite(db: Db, teamId: string, key: string, intervalMs
     select wait_ms from claimed
     union all
     select greatest(1, extract(epoch from (last_slot + make_interval(secs => ${intervalMs / 1000}::float8) - clock_timestamp())) * 1000)::float8
-      from channel_post_slots where team_id = ${teamId} and channel_id = ${key} and not exists (select 1 from claimed)`.execute(db);
+      from channel_post_slots where team_id = ${teamId} and channel_id = ${key} and not exists (select 1 from claimed)`.execute(trx));
   return Number(rows[0]?.wait_ms ?? 0);
 }

@@ -1,18 +1,19 @@
 // Turns: one run of the agent for one trigger, with its token usage and price.
 import { sql } from 'kysely';
 import type { TokenUsage } from '../agent/pricing.js';
-import type { Db } from './db.js';
+import { relaxedCommit, type Db } from './db.js';
 import type { StoredMessage, Turn } from './tables.js';
 
 /**
  * Marks the trigger running and returns its turn, creating it on first run (a retried job finds the
- * same turn), in one statement.
+ * same turn), in one statement. Committed relaxed (src/store/db.ts relaxedCommit): lost in a database
+ * crash, the job runs the trigger again from the start.
  */
 export async function startTurn(
   db: Db,
   input: { teamId: string; chatId: string; triggerId: string; model: string },
 ): Promise<{ turn: Turn; created: boolean }> {
-  const result = await sql<Turn & { created: boolean }>`
+  const query = sql<Turn & { created: boolean }>`
     with running as (
       update triggers set status = 'running', error = null, finished_at = null
       where team_id = ${input.teamId} and id = ${input.triggerId}
@@ -28,7 +29,8 @@ export async function startTurn(
     union all
     select turns.*, false as created from turns
     where team_id = ${input.teamId} and trigger_id = ${input.triggerId} and not exists (select 1 from inserted)
-  `.execute(db);
+  `;
+  const result = await relaxedCommit(db, (trx) => query.execute(trx));
   const row = result.rows[0];
   if (!row) throw new Error(`turn of trigger ${input.triggerId} could not be created or found`);
   const { created, ...turn } = row;
