@@ -12,6 +12,7 @@ import { processCpuMs } from './cpu.js';
 import { type BenchPostgres, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
 import { sleep } from '../test/kit/wait.js';
+import { fmt } from './stats.js';
 
 export interface LoopsRun {
   postgres: BenchPostgres;
@@ -104,10 +105,23 @@ export async function runLoops(
       const mb = (x: number) => x / 1048576;
       memoryAtPeak = { rss: mb(usage.rss), heapTotal: mb(usage.heapTotal), heapUsed: mb(usage.heapUsed), external: mb(usage.external), arrayBuffers: mb(usage.arrayBuffers) };
     }
-    // Diagnostic: BENCH_HEAP_SNAPSHOT_AT=<verdicts> writes a heap snapshot of the bot once that many loops are done.
-    if (!snapshotTaken && process.env.BENCH_HEAP_SNAPSHOT_AT && n - open.size >= Number(process.env.BENCH_HEAP_SNAPSHOT_AT)) {
+    // Diagnostic: BENCH_HEAP_SNAPSHOT_AT=<verdicts> writes a heap snapshot of the bot once that many
+    // loops are done; BENCH_HEAP_SNAPSHOT_RSS_MB=<MB> once its RSS first passes that (near its peak).
+    // A snapshot collects garbage first: the heap used right after it is what was live.
+    const snapshotAtRss = Number(process.env.BENCH_HEAP_SNAPSHOT_RSS_MB ?? 0);
+    if (
+      !snapshotTaken &&
+      ((process.env.BENCH_HEAP_SNAPSHOT_AT && n - open.size >= Number(process.env.BENCH_HEAP_SNAPSHOT_AT)) ||
+        (snapshotAtRss > 0 && usage && usage.rss / 1048576 >= snapshotAtRss))
+    ) {
       snapshotTaken = true;
-      console.log(`  heap snapshot of the bot: ${await bot.request<string>('heap-snapshot')}`);
+      const file = await bot.request<string>('heap-snapshot');
+      const after = await bot.request<NodeJS.MemoryUsage>('memory');
+      const mb = (x: number | undefined) => fmt((x ?? 0) / 1048576, 0);
+      console.log(
+        `  heap snapshot of the bot at ${n - open.size} verdicts, ${fmt((performance.now() - started) / 1000, 0)} s: ${file}; ` +
+          `before it rss ${mb(usage?.rss)} MB, heap used ${mb(usage?.heapUsed)} MB; after it (live) heap used ${mb(after?.heapUsed)} MB, rss ${mb(after?.rss)} MB`,
+      );
     }
     options.onProgress?.(n - open.size);
     if (open.size > 0) await sleep(250);

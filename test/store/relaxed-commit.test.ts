@@ -63,7 +63,7 @@ describe('relaxedCommit', () => {
     const teamId = `T${randomBytes(4).toString('hex').toUpperCase()}`;
     expect(await setting(handle.db)).toBe('on');
     const inside = await relaxedCommit(handle.db, async (trx) => {
-      await trx.insertInto('channel_post_slots').values({ team_id: teamId, channel_id: 'C1', last_slot: new Date() }).execute();
+      await trx.insertInto('channel_post_slots').values({ team_id: teamId, channel_id: 'C1', last_slot: sql`now()` }).execute();
       return setting(trx);
     });
     expect(inside).toBe('off');
@@ -77,7 +77,7 @@ describe('relaxedCommit', () => {
     const teamId = `T${randomBytes(4).toString('hex').toUpperCase()}`;
     await expect(
       relaxedCommit(handle.db, async (trx) => {
-        await trx.insertInto('channel_post_slots').values({ team_id: teamId, channel_id: 'C1', last_slot: new Date() }).execute();
+        await trx.insertInto('channel_post_slots').values({ team_id: teamId, channel_id: 'C1', last_slot: sql`now()` }).execute();
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
