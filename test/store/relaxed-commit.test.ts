@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, migrateToLatest, relaxedCommit, type Db, type DbHandle } from '../../src/store/db.js';
+import { appendMessage } from '../../src/store/messages.js';
 import { claimWrite, recordPlanWrite, reserveUpdateSlot } from '../../src/store/plan-messages.js';
 import { markPostAttempt, markPostDelivered, reservePostSlot, setPostPermalink } from '../../src/store/posts.js';
 import type { Database } from '../../src/store/tables.js';
@@ -91,10 +92,11 @@ describe('relaxedCommit', () => {
 });
 
 describe('which writes commit relaxed', () => {
-  it('pacing slots, a turn\'s start, a delivered post and its permalink, the plan\'s last write', async () => {
+  it('pacing slots, a turn\'s start and its messages, a delivered post and its permalink, the plan\'s last write', async () => {
     const { teamId, chatId, triggerId, postId } = await seed();
     const relaxed = [
       await run(() => startTurn(logged, { teamId, chatId, triggerId, model: 'm' })),
+      await run(() => appendMessage(logged, { teamId, chatId, turnId: null, role: 'user', content: [{ type: 'text', text: 'hello' }] })),
       await run(() => reservePostSlot(logged, teamId, 'C1', 1000)),
       await run(() => markPostDelivered(logged, teamId, postId, '1733150001.000200', null)),
       await run(() => setPostPermalink(logged, teamId, postId, 'https://example.slack.com/archives/C1/p1')),
