@@ -59,7 +59,12 @@ export async function runLoops(
     { slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir },
     { BENCH_STARTING_BALANCE: credits, SPEND_CAP_PERSON: credits, SPEND_CAP_WORKSPACE: credits, ...options.env },
   );
-  const bot = await spawnBot(env, process.env.BENCH_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] } : {});
+  // Diagnostics: BENCH_PROFILE_DIR writes CPU profiles of the bot; BENCH_BOT_NODE_ARGS adds Node or V8 flags to it.
+  const nodeArgs = [
+    ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []),
+    ...(process.env.BENCH_BOT_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
+  ];
+  const bot = await spawnBot(env, { nodeArgs });
   const agent = keepAliveAgent(64);
   const threads: string[] = [];
   const cpuAt = async () => ({ bot: await processCpuMs(bot.pid), postgres: await postgres.cpuMs(), bench: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
