@@ -1,6 +1,6 @@
 // The live plan message of a chat: its Slack ts, what it last showed, and when Slack last took it.
 import { sql } from 'kysely';
-import { relaxedCommit, type Db } from './db.js';
+import { relaxedCommit, relaxedCommitFrom, type Db } from './db.js';
 import type { PlanMessageRow } from './tables.js';
 
 export interface PlanMessageState {
@@ -74,21 +74,21 @@ export async function recordPlanWrite(
  * `intervalMs`) for this chat, however far ahead, and records it on the chat's row: returns the wait
  * until it. The slots are handed out in order, so with many plans in one workspace each waits its
  * turn once, rather than every waiting plan asking again at every free slot. One statement: the
- * slot row's lock orders concurrent reservations, on the database's clock. Committed relaxed, like
- * every pacing write (src/store/db.ts relaxedCommit).
+ * slot row's lock orders concurrent reservations, on the database's clock. Committed relaxed in the
+ * same round trip, like every pacing write (src/store/db.ts relaxedCommitFrom).
  */
 export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, key: string, intervalMs: number): Promise<number> {
-  const { rows } = await relaxedCommit(db, (trx) => sql<{ wait_ms: number }>`
+  const { rows } = await sql<{ wait_ms: number }>`
     with slot as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
-      values (${teamId}, ${key}, clock_timestamp())
+      select ${teamId}, ${key}, clock_timestamp() from ${relaxedCommitFrom(db)}
       on conflict (team_id, channel_id) do update
         set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
       returning s.last_slot
     )
     update plan_messages set slot_at = (select last_slot from slot)
     where team_id = ${teamId} and chat_id = ${chatId}
-    returning greatest(0, extract(epoch from (slot_at - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(trx));
+    returning greatest(0, extract(epoch from (slot_at - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
   return Number(rows[0]?.wait_ms ?? 0);
 }
 
@@ -96,13 +96,14 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
  * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
  * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
  * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
- * worker), so a late one never lands on the next one's. Committed relaxed (pacing).
+ * worker), so a late one never lands on the next one's. Committed relaxed in the same round trip
+ * (pacing; src/store/db.ts relaxedCommitFrom).
  */
 export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
-  const { rows } = await relaxedCommit(db, (trx) => sql<{ wait_ms: number }>`
+  const { rows } = await sql<{ wait_ms: number }>`
     with claimed as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
-      values (${teamId}, ${key}, clock_timestamp())
+      select ${teamId}, ${key}, clock_timestamp() from ${relaxedCommitFrom(db)}
       on conflict (team_id, channel_id) do update set last_slot = clock_timestamp()
         where s.last_slot <= clock_timestamp() - make_interval(secs => ${intervalMs / 1000}::float8)
       returning 0::float8 as wait_ms
@@ -110,6 +111,6 @@ export async function claimWrite(db: Db, teamId: string, key: string, intervalMs
     select wait_ms from claimed
     union all
     select greatest(1, extract(epoch from (last_slot + make_interval(secs => ${intervalMs / 1000}::float8) - clock_timestamp())) * 1000)::float8
-      from channel_post_slots where team_id = ${teamId} and channel_id = ${key} and not exists (select 1 from claimed)`.execute(trx));
+      from channel_post_slots where team_id = ${teamId} and channel_id = ${key} and not exists (select 1 from claimed)`.execute(db);
   return Number(rows[0]?.wait_ms ?? 0);
 }

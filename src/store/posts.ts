@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Reply } from '../agent/reply.js';
 import { offeredChoices } from '../slack/blocks/reply.js';
 import { storeOfferedChoices } from './button-choices.js';
-import { relaxedCommit, type Db } from './db.js';
+import { relaxedCommit, relaxedCommitFrom, type Db } from './db.js';
 import type { Post } from './tables.js';
 
 /** A post as the outbox stores it: the agent's typed reply, rendered by src/slack/poster.ts at delivery. */
@@ -133,15 +133,16 @@ export async function countPosts(db: Db, teamId: string, chatId: string): Promis
  * Reserves the next post slot of a channel, at least `intervalMs` after the previous one, for every
  * process sharing this database (replicas), and returns how long to wait for it. One statement: the
  * row lock orders concurrent reservations, and the database clock is the only clock involved.
- * Committed relaxed (src/store/db.ts relaxedCommit): a crash can only lose a pacing slot.
+ * Committed relaxed in the same round trip (src/store/db.ts relaxedCommitFrom): a crash can only
+ * lose a pacing slot.
  */
 export async function reservePostSlot(db: Db, teamId: string, channelId: string, intervalMs: number): Promise<number> {
-  const { rows } = await relaxedCommit(db, (trx) => sql<{ wait_ms: number }>`
+  const { rows } = await sql<{ wait_ms: number }>`
     insert into channel_post_slots as s (team_id, channel_id, last_slot)
-    values (${teamId}, ${channelId}, clock_timestamp())
+    select ${teamId}, ${channelId}, clock_timestamp() from ${relaxedCommitFrom(db)}
     on conflict (team_id, channel_id) do update
       set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
-    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(trx));
+    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
   return rows[0]!.wait_ms;
 }
 

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, migrateToLatest, relaxedCommit, type Db, type DbHandle } from '../../src/store/db.js';
+import { createDb, migrateToLatest, relaxedCommit, relaxedCommitFrom, type Db, type DbHandle } from '../../src/store/db.js';
 import { appendMessage } from '../../src/store/messages.js';
 import { claimWrite, recordPlanWrite, reserveUpdateSlot } from '../../src/store/plan-messages.js';
 import { markPostAttempt, markPostDelivered, reservePostSlot, setPostPermalink } from '../../src/store/posts.js';
@@ -34,7 +34,8 @@ async function run(fn: () => Promise<unknown>): Promise<{ relaxed: boolean; stat
   statements.length = 0;
   await fn();
   const ran = [...statements];
-  return { relaxed: ran.includes('set local synchronous_commit = off'), statements: ran };
+  const relaxed = ran.includes('set local synchronous_commit = off') || ran.some((q) => q.includes("set_config('synchronous_commit', 'off', true)"));
+  return { relaxed, statements: ran };
 }
 
 async function seed(): Promise<{ teamId: string; chatId: string; triggerId: string; postId: string }> {
@@ -88,6 +89,32 @@ describe('relaxedCommit', () => {
     });
     expect(outer).toEqual({ nested: 'on', after: 'on' });
     expect(await handle.db.selectFrom('channel_post_slots').select('channel_id').where('team_id', '=', teamId).execute()).toEqual([]);
+  });
+});
+
+describe('relaxedCommitFrom', () => {
+  it('relaxes a statement sent on its own for that statement alone; inside a transaction it leaves the commit to the caller', async () => {
+    const during = await sql<{ s: string }>`select current_setting('synchronous_commit') as s from ${relaxedCommitFrom(handle.db)}`.execute(handle.db);
+    expect(during.rows).toEqual([{ s: 'off' }]);
+    // The same (only) connection commits durably again.
+    expect(await setting(handle.db)).toBe('on');
+    const inTransaction = await handle.db.transaction().execute(async (trx) => {
+      const rows = (await sql<{ s: string }>`select current_setting('synchronous_commit') as s from ${relaxedCommitFrom(trx)}`.execute(trx)).rows;
+      return { rows, after: await setting(trx) };
+    });
+    expect(inTransaction).toEqual({ rows: [{ s: 'on' }], after: 'on' });
+  });
+
+  it('the pacing reservations are one statement each: no transaction around them', async () => {
+    const { teamId, chatId } = await seed();
+    for (const call of [
+      await run(() => reservePostSlot(logged, teamId, 'C1', 1000)),
+      await run(() => reserveUpdateSlot(logged, teamId, chatId, '~plan-chat.update', 1500)),
+      await run(() => claimWrite(logged, teamId, '~plan-chat.update:written', 1500)),
+    ]) {
+      expect(call.statements, call.statements.join(' | ')).toHaveLength(1);
+      expect(call.relaxed).toBe(true);
+    }
   });
 });
 
