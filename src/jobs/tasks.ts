@@ -14,6 +14,21 @@ export interface TaskDeps {
   publishHome(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
   /** Updates a message after a choice, or answers one person's click (the Slack poster). */
   buttonFeedback(feedback: ButtonFeedback): Promise<void>;
+  /** Waits for a place to run a turn or a Home refresh (the worker yields to an ingest burst); returns its release. */
+  admit?: () => Promise<() => void>;
+}
+
+/** Runs `task` once `admit` gives it a place, and gives the place back when it ends. */
+function admitted(task: Task, admit: (() => Promise<() => void>) | undefined): Task {
+  if (!admit) return task;
+  return async (payload, helpers) => {
+    const release = await admit();
+    try {
+      return await task(payload, helpers);
+    } finally {
+      release();
+    }
+  };
 }
 
 export function createTaskList(deps: TaskDeps): TaskList {
@@ -52,5 +67,10 @@ export function createTaskList(deps: TaskDeps): TaskList {
   const buttonFeedbackTask: Task = async (payload) => {
     await deps.buttonFeedback(payload as ButtonFeedback);
   };
-  return { [RUN_TURN_TASK]: runTurnTask, [RECONCILE_TASK]: reconcileTask, [PUBLISH_HOME_TASK]: publishHomeTask, [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask };
+  return {
+    [RUN_TURN_TASK]: admitted(runTurnTask, deps.admit),
+    [RECONCILE_TASK]: reconcileTask,
+    [PUBLISH_HOME_TASK]: admitted(publishHomeTask, deps.admit),
+    [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask,
+  };
 }

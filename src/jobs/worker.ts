@@ -61,6 +61,8 @@ export async function startWorker(options: {
   /** A process whose heartbeat is older than this is considered dead and its jobs are unlocked. */
   staleSeconds: number;
   pollIntervalMs?: number;
+  /** Told of the events the web role acknowledged, as its wake-ups report them. */
+  onIngest?: (count: number) => void;
 }): Promise<WorkerHandle> {
   const { db, logger } = options;
   const processId = randomUUID();
@@ -72,6 +74,18 @@ export async function startWorker(options: {
   events.on('worker:stop', ({ worker }) => {
     ids.delete(worker.workerId);
   });
+  const { onIngest } = options;
+  if (onIngest) {
+    events.on('pool:listen:notification', ({ message }) => {
+      if (message.channel !== 'jobs:insert' || !message.payload) return;
+      try {
+        const ingest = (JSON.parse(message.payload) as { ingest?: unknown }).ingest;
+        if (typeof ingest === 'number') onIngest(ingest);
+      } catch {
+        // Not ours (graphile-worker's own wake-ups carry no `ingest`).
+      }
+    });
+  }
   const glog = graphileLogger(logger);
   const utils = await makeWorkerUtils({ pgPool: options.pool, logger: glog });
 

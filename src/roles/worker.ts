@@ -9,6 +9,7 @@ import { toolDefinitions } from '../agent/tools/tool.js';
 import type { TurnDeps } from '../agent/turn.js';
 import type { Config } from '../config.js';
 import type { HomeScheduler } from '../jobs/home-refresh.js';
+import { createIngestYield } from '../jobs/ingest-yield.js';
 import { createPlanProgressScheduler, createPlanProgressTasks } from '../jobs/plan-progress.js';
 import { RECONCILE_TASK } from '../jobs/task-names.js';
 import { createTaskList } from '../jobs/tasks.js';
@@ -125,11 +126,14 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       },
       sessions,
     };
+    // While the web role acknowledges a burst, turns run one at a time (src/jobs/ingest-yield.ts).
+    const ingest = createIngestYield();
     const worker = await startWorker({
       pool: db.pool,
       db: db.db,
       logger,
       concurrency: config.workerConcurrency,
+      onIngest: (count) => ingest.observe(count),
       staleSeconds: config.workerStaleSeconds,
       ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
       taskList: {
@@ -140,6 +144,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           eventRetryAttempts: config.agent.eventRetryAttempts,
           publishHome: home.publish,
           buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
+          admit: () => ingest.admit(),
         }),
         ...createPlanProgressTasks({
           logger,
@@ -149,6 +154,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     });
     jobs = worker;
     cleanups.push(() => worker.stop());
+    // Stopping: jobs waiting for a burst to end run now, so the workers can finish them.
+    cleanups.push(async () => ingest.close());
 
     // Every replica schedules the sweep; the job key collapses them into one queued sweep.
     const sweep = cron.schedule(config.reconcile.cron, () => {

@@ -23,8 +23,9 @@ export function createWorkerWaker(db: Db, logger: Pick<Logger, 'warn'>): WorkerW
     const count = pending;
     pending = 0;
     sending = true;
-    // The payload graphile-worker's listener reads: nudge up to `count` idle workers.
-    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count })})`
+    // graphile-worker's listener reads `count`: nudge up to that many idle workers. `ingest` tells
+    // the workers these came from acknowledged events, so they yield to a burst (src/jobs/ingest-yield.ts).
+    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count, ingest: count })})`
       .execute(db)
       .catch((error: unknown) => logger.warn({ err: error }, 'could not wake the job workers; they find the new jobs at their next poll'))
       .finally(() => {
