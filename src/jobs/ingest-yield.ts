@@ -5,6 +5,10 @@
 // (src/store/wake-workers.ts, `ingest` in the `jobs:insert` payload); graphile-worker hands every
 // notification to the worker's event emitter, so this needs no connection of its own, and works
 // the same with web and worker replicas on other machines sharing the database.
+//
+// A job gives its place up while it waits on the model (`outside`): a turn waiting seconds for an
+// answer uses neither CPU nor the database, so it must not hold back the others.
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** Acknowledged events per second from which the web role counts as busy. */
 export const INGEST_BUSY_PER_SECOND = 50;
@@ -24,6 +28,13 @@ export interface IngestYield {
    * at once while ingest is quiet; while it is busy, when fewer than BUSY_CONCURRENCY jobs run.
    */
   admit(): Promise<() => void>;
+  /** Runs `job` holding a place (waiting for one first), and gives it back when `job` ends. */
+  run<T>(job: () => Promise<T>): Promise<T>;
+  /**
+   * Within `run`: gives the place up while `wait` runs (a call that waits on another service) and
+   * takes one again after it, waiting like `admit`. Outside `run`, just `wait()`.
+   */
+  outside<T>(wait: () => Promise<T>): Promise<T>;
   /** Jobs holding a place, and jobs waiting for one. */
   stats(): { running: number; waiting: number };
   /** Lets every waiting job run (on shutdown). */
@@ -40,6 +51,8 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
   let running = 0;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
+  // The place of the job running in this async context: its release, while it holds one.
+  const places = new AsyncLocalStorage<{ release: (() => void) | undefined }>();
 
   const rate = (): number => {
     const current = Math.floor(now() / BUCKET_MS);
@@ -76,6 +89,14 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
     }
   };
 
+  const admit = (): Promise<() => void> => {
+    if (waiting.length === 0 && (!busy() || running < busyConcurrency)) return Promise.resolve(grant());
+    return new Promise((resolve) => {
+      waiting.push(() => resolve(grant()));
+      drain();
+    });
+  };
+
   return {
     observe(count) {
       if (!(count > 0)) return;
@@ -83,12 +104,26 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
       buckets.set(slice, (buckets.get(slice) ?? 0) + count);
     },
     busy,
-    admit() {
-      if (waiting.length === 0 && (!busy() || running < busyConcurrency)) return Promise.resolve(grant());
-      return new Promise((resolve) => {
-        waiting.push(() => resolve(grant()));
-        drain();
-      });
+    admit,
+    async run(job) {
+      const place = { release: await admit() as (() => void) | undefined };
+      try {
+        return await places.run(place, job);
+      } finally {
+        place.release?.();
+        place.release = undefined;
+      }
+    },
+    async outside(wait) {
+      const place = places.getStore();
+      if (!place?.release) return wait();
+      place.release();
+      place.release = undefined;
+      try {
+        return await wait();
+      } finally {
+        place.release = await admit();
+      }
     },
     stats: () => ({ running, waiting: waiting.length }),
     close() {

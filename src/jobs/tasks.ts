@@ -3,6 +3,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
 import type { ButtonFeedback } from '../store/button-choices.js';
+import type { IngestYield } from './ingest-yield.js';
 import { reconcileOverdue } from './reconcile.js';
 import { BUTTON_FEEDBACK_TASK, PUBLISH_HOME_TASK, RECONCILE_TASK, RUN_TURN_TASK } from './task-names.js';
 
@@ -14,21 +15,13 @@ export interface TaskDeps {
   publishHome(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
   /** Updates a message after a choice, or answers one person's click (the Slack poster). */
   buttonFeedback(feedback: ButtonFeedback): Promise<void>;
-  /** Waits for a place to run a turn or a Home refresh (the worker yields to an ingest burst); returns its release. */
-  admit?: () => Promise<() => void>;
+  /** Runs a turn or a Home refresh when it gets a place (the worker yields to an ingest burst: src/jobs/ingest-yield.ts). */
+  gate?: Pick<IngestYield, 'run'>;
 }
 
-/** Runs `task` once `admit` gives it a place, and gives the place back when it ends. */
-function admitted(task: Task, admit: (() => Promise<() => void>) | undefined): Task {
-  if (!admit) return task;
-  return async (payload, helpers) => {
-    const release = await admit();
-    try {
-      return await task(payload, helpers);
-    } finally {
-      release();
-    }
-  };
+function admitted(task: Task, gate: Pick<IngestYield, 'run'> | undefined): Task {
+  if (!gate) return task;
+  return (payload, helpers) => gate.run(async () => task(payload, helpers));
 }
 
 export function createTaskList(deps: TaskDeps): TaskList {
@@ -68,9 +61,9 @@ export function createTaskList(deps: TaskDeps): TaskList {
     await deps.buttonFeedback(payload as ButtonFeedback);
   };
   return {
-    [RUN_TURN_TASK]: admitted(runTurnTask, deps.admit),
+    [RUN_TURN_TASK]: admitted(runTurnTask, deps.gate),
     [RECONCILE_TASK]: reconcileTask,
-    [PUBLISH_HOME_TASK]: admitted(publishHomeTask, deps.admit),
+    [PUBLISH_HOME_TASK]: admitted(publishHomeTask, deps.gate),
     [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask,
   };
 }

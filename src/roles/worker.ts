@@ -107,11 +107,15 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const tools = createTools();
     let jobs: WorkerHandle | undefined;
     const planProgress = createPlanProgressScheduler(() => jobs?.utils);
+    // While the web role acknowledges a burst, turns run one at a time; a turn waiting on the model
+    // gives its place up meanwhile (src/jobs/ingest-yield.ts).
+    const ingest = createIngestYield();
+    const model = withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber);
     const turnDeps: TurnDeps = {
       db: db.db,
       config,
       logger,
-      model: withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber),
+      model: { create: (request) => ingest.outside(() => model.create(request)) },
       platform,
       sandbox: sandbox !== undefined && sandbox.engine === null,
       engine: sandbox?.engine ?? null,
@@ -126,8 +130,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       },
       sessions,
     };
-    // While the web role acknowledges a burst, turns run one at a time (src/jobs/ingest-yield.ts).
-    const ingest = createIngestYield();
     const worker = await startWorker({
       pool: db.pool,
       db: db.db,
@@ -144,7 +146,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           eventRetryAttempts: config.agent.eventRetryAttempts,
           publishHome: home.publish,
           buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
-          admit: () => ingest.admit(),
+          gate: ingest,
         }),
         ...createPlanProgressTasks({
           logger,

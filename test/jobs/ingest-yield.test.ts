@@ -62,6 +62,51 @@ describe('the ingest gate', () => {
   });
 });
 
+describe('a job waiting on another service', () => {
+  it('gives its place up while it waits, and takes one again after, waiting its turn', async () => {
+    const gate = createIngestYield();
+    gate.observe(INGEST_BUSY_PER_SECOND * 10);
+    const events: string[] = [];
+    let answer: () => void = () => undefined;
+    const modelCall = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    let bDone: () => void = () => undefined;
+    const bHolds = new Promise<void>((resolve) => {
+      bDone = resolve;
+    });
+    const a = gate.run(async () => {
+      events.push('a starts');
+      await gate.outside(async () => {
+        events.push('a waits on the model');
+        await modelCall;
+      });
+      events.push('a goes on');
+    });
+    await sleep(10);
+    // B gets the place A gave up while A waits on the model.
+    const b = gate.run(async () => {
+      events.push('b starts');
+      await bHolds;
+      events.push('b ends');
+    });
+    await sleep(10);
+    expect(events).toEqual(['a starts', 'a waits on the model', 'b starts']);
+    // The answer comes while B holds the only place: A waits for it.
+    answer();
+    await sleep(20);
+    expect(events).toEqual(['a starts', 'a waits on the model', 'b starts']);
+    expect(gate.stats()).toEqual({ running: 1, waiting: 1 });
+    bDone();
+    await Promise.all([a, b]);
+    expect(events).toEqual(['a starts', 'a waits on the model', 'b starts', 'b ends', 'a goes on']);
+    expect(gate.stats()).toEqual({ running: 0, waiting: 0 });
+    // Outside a job, `outside` just runs the call.
+    expect(await gate.outside(async () => 42)).toBe(42);
+    gate.close();
+  });
+});
+
 describe('a worker yielding to the web role', () => {
   let handle: DbHandle;
   beforeAll(async () => {
@@ -98,7 +143,7 @@ describe('a worker yielding to the web role', () => {
           done += 1;
         },
         buttonFeedback: async () => undefined,
-        admit: () => gate.admit(),
+        gate,
       }),
     });
     try {
