@@ -4,6 +4,7 @@ import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { ModelClient } from './agent/model.js';
 import type { Config } from './config.js';
+import { boundHeapGrowth } from './heap.js';
 import { WEBHOOK_PATH } from './http/server.js';
 import { createHomeScheduler } from './jobs/home-refresh.js';
 import { migrateJobEngine, type WorkerHandle } from './jobs/worker.js';
@@ -88,6 +89,7 @@ export function secretScrubber(config: Config): SecretScrubber {
 }
 
 async function start(config: Config, roles: { web: boolean; worker: boolean }, options: BotOptions & { bindings?: Record<string, unknown> }): Promise<Started> {
+  boundHeapGrowth();
   const scrubber = secretScrubber(config);
   const root = options.logger ?? createRootLogger(config, scrubber);
   const logger = options.bindings ? root.child(options.bindings) : root;
