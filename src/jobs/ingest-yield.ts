@@ -41,9 +41,7 @@ export interface IngestYield {
   close(): void;
 }
 
-export function createIngestYield(options: { busyPerSecond?: number; busyConcurrency?: number; now?: () => number } = {}): IngestYield {
-  const busyPerSecond = options.busyPerSecond ?? INGEST_BUSY_PER_SECOND;
-  const busyConcurrency = Math.max(1, options.busyConcurrency ?? BUSY_CONCURRENCY);
+export function createIngestYield(options: { now?: () => number } = {}): IngestYield {
   const now = options.now ?? Date.now;
   // Counts per BUCKET_MS slice of the last WINDOW_MS, keyed by the slice's number.
   const buckets = new Map<number, number>();
@@ -64,7 +62,8 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
     }
     return (sum * 1000) / WINDOW_MS;
   };
-  const busy = (): boolean => !closed && rate() >= busyPerSecond;
+  const busy = (): boolean => !closed && rate() >= INGEST_BUSY_PER_SECOND;
+  const placeFree = (): boolean => running < BUSY_CONCURRENCY || !busy();
 
   const grant = (): (() => void) => {
     running += 1;
@@ -79,7 +78,7 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
   // Lets waiting jobs in, in order, as far as the current state allows; while some still wait,
   // looks again at the next slice (the burst may have ended without another notification).
   const drain = (): void => {
-    while (waiting.length > 0 && (!busy() || running < busyConcurrency)) waiting.shift()!();
+    while (waiting.length > 0 && placeFree()) waiting.shift()!();
     if (waiting.length > 0 && !timer) {
       timer = setTimeout(() => {
         timer = undefined;
@@ -90,7 +89,7 @@ export function createIngestYield(options: { busyPerSecond?: number; busyConcurr
   };
 
   const admit = (): Promise<() => void> => {
-    if (waiting.length === 0 && (!busy() || running < busyConcurrency)) return Promise.resolve(grant());
+    if (waiting.length === 0 && placeFree()) return Promise.resolve(grant());
     return new Promise((resolve) => {
       waiting.push(() => resolve(grant()));
       drain();

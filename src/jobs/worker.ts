@@ -79,8 +79,8 @@ export async function startWorker(options: {
     events.on('pool:listen:notification', ({ message }) => {
       if (message.channel !== 'jobs:insert' || !message.payload) return;
       try {
-        const ingest = (JSON.parse(message.payload) as { ingest?: unknown }).ingest;
-        if (typeof ingest === 'number') onIngest(ingest);
+        const { ingest, count } = JSON.parse(message.payload) as { ingest?: unknown; count?: unknown };
+        if (ingest === true && typeof count === 'number') onIngest(count);
       } catch {
         // Not ours (graphile-worker's own wake-ups carry no `ingest`).
       }

@@ -24,8 +24,8 @@ export function createWorkerWaker(db: Db, logger: Pick<Logger, 'warn'>): WorkerW
     pending = 0;
     sending = true;
     // graphile-worker's listener reads `count`: nudge up to that many idle workers. `ingest` tells
-    // the workers these came from acknowledged events, so they yield to a burst (src/jobs/ingest-yield.ts).
-    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count, ingest: count })})`
+    // the workers these are acknowledged events, so they yield to a burst (src/jobs/ingest-yield.ts).
+    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count, ingest: true })})`
       .execute(db)
       .catch((error: unknown) => logger.warn({ err: error }, 'could not wake the job workers; they find the new jobs at their next poll'))
       .finally(() => {

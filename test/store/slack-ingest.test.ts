@@ -132,7 +132,7 @@ describe('enqueueSlackTriggers', () => {
       expect(heard).toHaveLength(1);
       createWorkerWaker(handle.db, pino({ level: 'silent' })).wake(quiet.filter((r) => r?.created).length);
       await waitUntil(() => (heard.length === 2 ? true : undefined), 5_000, 'the wake-up');
-      expect(JSON.parse(heard[1]!)).toMatchObject({ count: 2 });
+      expect(JSON.parse(heard[1]!)).toMatchObject({ count: 2, ingest: true });
       // Both paths wrote the same kind of job: task, queue per chat, key per trigger, payload, attempts.
       const rows = await sql<{ task: string; queue: string; key: string; payload: unknown; max_attempts: number; chat: string; trigger: string }>`
         select t.identifier as task, q.queue_name as queue, j.key, j.payload, j.max_attempts, tr.chat_id::text as chat, tr.id::text as trigger
