@@ -49,6 +49,43 @@ interface Measured {
   maxLagMs: number;
 }
 
+/**
+ * Diagnostic (BENCH_BACKGROUND=1): what the server did in the background during a segment, sampled every 250 ms and
+ * printed: checkpoints started, samples with the checkpointer busy, samples with an autovacuum worker running.
+ */
+async function watchBackground(adminUrl: string, segment: string): Promise<{ stop(): Promise<void> }> {
+  if (process.env.BENCH_BACKGROUND !== '1') return { stop: async () => undefined };
+  const client = new pg.Client(adminUrl);
+  await client.connect();
+  const query = `select (select num_timed + num_requested from pg_stat_checkpointer) as checkpoints,
+       (select count(*) from pg_stat_activity where backend_type = 'checkpointer' and wait_event is distinct from 'CheckpointerMain') as checkpointing,
+       (select count(*) from pg_stat_activity where backend_type = 'autovacuum worker') as autovacuum`;
+  const first = (await client.query<{ checkpoints: string }>(query)).rows[0]!;
+  let samples = 0;
+  let checkpointing = 0;
+  let autovacuum = 0;
+  let last = Number(first.checkpoints);
+  const timer = setInterval(() => {
+    void client
+      .query<{ checkpoints: string; checkpointing: string; autovacuum: string }>(query)
+      .then((res) => {
+        const row = res.rows[0]!;
+        samples += 1;
+        if (Number(row.checkpointing) > 0) checkpointing += 1;
+        if (Number(row.autovacuum) > 0) autovacuum += 1;
+        last = Number(row.checkpoints);
+      })
+      .catch(() => undefined);
+  }, 250);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await client.end();
+      console.log(`    ${segment}: checkpoints ${last - Number(first.checkpoints)}, checkpointer busy ${checkpointing}/${samples}, autovacuum ${autovacuum}/${samples}`);
+    },
+  };
+}
+
 async function load(server: BotProcess, secret: string): Promise<Measured> {
   const agent = keepAliveAgent(512);
   const url = `${server.url}/slack/events`;
@@ -95,19 +132,25 @@ export async function main(): Promise<void> {
       const env = botEnv({ slackApiUrl: fakes.slackApiUrl, anthropicUrl: fakes.anthropicUrl, databaseUrl, dataDir: dir });
 
       const bare = await spawnBot(env, { script: 'bench/bare-bolt-server.ts' });
+      let watch = await watchBackground(postgres.server.url, 'bare');
       const b = await load(bare, env.SLACK_SIGNING_SECRET!);
+      await watch.stop();
       await bare.stop();
 
       const floorDatabaseUrl = await postgres.createDatabase('floor');
       const floorServer = await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: floorDatabaseUrl }, { script: 'bench/bare-bolt-server.ts' });
+      watch = await watchBackground(postgres.server.url, 'floor');
       const f = await load(floorServer, env.SLACK_SIGNING_SECRET!);
+      await watch.stop();
       await floorServer.stop();
 
       // Diagnostic: BENCH_ACK_STOP_WORKER=1 measures the web role alone (no worker: the turns wait).
       const bot = await spawnMain(ackOnly ? { ...env, ROLE: 'web', BENCHGEN_WEBHOOK_SECRET: generateWebhookSecret() } : env);
       // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what each role's Postgres backends wait on during the load.
       const waits = await sampleWaits(databaseUrl);
+      watch = await watchBackground(postgres.server.url, 'bot');
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
+      await watch.stop();
       await waits.stop();
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
