@@ -105,7 +105,7 @@ export function createIngestYield(options: { now?: () => number } = {}): IngestY
     busy,
     admit,
     async run(job) {
-      const place = { release: await admit() as (() => void) | undefined };
+      const place: { release: (() => void) | undefined } = { release: await admit() };
       try {
         return await places.run(place, job);
       } finally {
