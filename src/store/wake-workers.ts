@@ -3,7 +3,7 @@
 // transaction, coalesced so a burst of acks costs one notification at a time.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Db } from './db.js';
+import { relaxedCommitFrom, type Db } from './db.js';
 
 export interface WorkerWaker {
   /** Asks for `count` idle workers to look for jobs now; returns at once. */
@@ -25,7 +25,10 @@ export function createWorkerWaker(db: Db, logger: Pick<Logger, 'warn'>): WorkerW
     sending = true;
     // graphile-worker's listener reads `count`: nudge up to that many idle workers. `ingest` tells
     // the workers these are acknowledged events, so they yield to a burst (src/jobs/ingest-yield.ts).
-    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count, ingest: true })})`
+    // Committed relaxed (no wait for the WAL flush; the notification is delivered at commit all
+    // the same): a NOTIFY's transaction gets a transaction id, so a durable one cost an fsync per
+    // wake-up, in the same WAL flush queue as the next acknowledged commit.
+    void sql`select pg_notify('jobs:insert', ${JSON.stringify({ r: Math.random(), count, ingest: true })}) from ${relaxedCommitFrom(db)}`
       .execute(db)
       .catch((error: unknown) => logger.warn({ err: error }, 'could not wake the job workers; they find the new jobs at their next poll'))
       .finally(() => {
