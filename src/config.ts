@@ -295,6 +295,9 @@ const EnvSchema = z
     BENCHGEN_WEBHOOK_SECRET: optionalString,
     PUBLIC_URL: url('public base URL of this bot, used to register the webhook'),
     SANDBOX_TIME_SCALE: positiveNumber(1),
+    SLACK_PACE_SCALE: optionalString
+      .transform((value) => (value === undefined ? 1 : Number(value)))
+      .refine((value) => Number.isFinite(value) && value > 0, { message: 'must be a number above 0 (1 is Slack\'s documented pace)' }),
     PORT: port(3000),
     WORKER_CONCURRENCY: positiveInt(8),
     SPEND_CONFIRM_THRESHOLD: positiveNumber(200),
@@ -391,6 +394,8 @@ export interface Config {
     signingSecret: string | undefined;
     apiUrl: string | undefined;
     socketMode: boolean;
+    /** The bot's pace of Slack writes, as a multiple of Slack's documented pace (SLACK_PACE_SCALE). */
+    paceScale: number;
   };
   agent: {
     apiKey: string;
@@ -605,6 +610,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signingSecret: e.SLACK_SIGNING_SECRET,
       apiUrl: e.SLACK_API_URL,
       socketMode: e.SLACK_APP_TOKEN !== undefined,
+      paceScale: e.SLACK_PACE_SCALE,
     },
     agent: {
       apiKey: e.ANTHROPIC_API_KEY!,

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { slackPace } from '../src/slack/limits.js';
 
 const base = {
   SLACK_BOT_TOKEN: 'xoxb-test-token',
@@ -51,6 +52,8 @@ describe('loadConfig', () => {
     [{ ...base, DATABASE_URL: 'localhost:5432/db' }, 'DATABASE_URL'],
     [{ ...base, DATABASE_URL: 'mysql://u:p@localhost/db' }, 'DATABASE_URL'],
     [{ ...base, BENCHMARKS_DIR: '/no/such/benchmarks/folder' }, 'BENCHMARKS_DIR'],
+    [{ ...base, SLACK_PACE_SCALE: '0' }, 'SLACK_PACE_SCALE'],
+    [{ ...base, SLACK_PACE_SCALE: 'fast' }, 'SLACK_PACE_SCALE'],
   ])('names the variable in one line: %#', (env, variable) => {
     const error = errorOf(env as Record<string, string>);
     expect(error).toBeInstanceOf(ConfigError);
@@ -84,6 +87,12 @@ describe('loadConfig', () => {
     expect(config.port).toBe(65535);
     expect(config.reconcile.cron).toBe('*/30 * * * * *');
     expect(config.databaseUrl).toBe('postgresql://u:p@db.internal/verdict');
+  });
+
+  it('paces Slack writes at Slack\'s documented pace unless SLACK_PACE_SCALE says otherwise', () => {
+    expect(loadConfig(base).slack.paceScale).toBe(1);
+    expect(slackPace(loadConfig(base).slack.paceScale)).toEqual({ postIntervalMs: 1000, planUpdateIntervalMs: 3000, workspaceUpdateIntervalMs: 1500, sessionStatusIntervalMs: 1200 });
+    expect(slackPace(loadConfig({ ...base, SLACK_PACE_SCALE: '0.1' }).slack.paceScale)).toEqual({ postIntervalMs: 100, planUpdateIntervalMs: 300, workspaceUpdateIntervalMs: 150, sessionStatusIntervalMs: 120 });
   });
 
   it('resolves BENCHMARKS_DIR to an absolute folder, unset by default', () => {

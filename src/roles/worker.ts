@@ -24,6 +24,7 @@ import { createHomePublisher } from '../slack/home.js';
 import { AgentSessions } from '../slack/agent-session.js';
 import { syncPlanMessage } from '../slack/plan-message.js';
 import { createSlackClients, SlackPoster } from '../slack/poster.js';
+import { slackPace } from '../slack/limits.js';
 import type { DbHandle } from '../store/db.js';
 import { assertPortFree } from '../http/port.js';
 
@@ -93,7 +94,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     }
 
     const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
-    const poster = new SlackPoster(db.db, slackClients, logger, scrubber);
+    const pace = slackPace(config.slack.paceScale);
+    const poster = new SlackPoster(db.db, slackClients, logger, scrubber, pace);
     const home = createHomePublisher({
       db: db.db,
       clients: slackClients,
@@ -102,7 +104,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       getBalance: () => platform.getBalance(),
       caps: config.spending,
     });
-    const sessions = new AgentSessions(slackClients.writer, logger);
+    const sessions = new AgentSessions(slackClients.writer, logger, { intervalMs: pace.sessionStatusIntervalMs });
     cleanups.push(async () => sessions.close());
     const tools = createTools();
     let jobs: WorkerHandle | undefined;
@@ -150,7 +152,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         }),
         ...createPlanProgressTasks({
           logger,
-          sync: (teamId, chatId) => syncPlanMessage({ db: db.db, clients: slackClients, platform, logger, scrubber }, teamId, chatId),
+          sync: (teamId, chatId) => syncPlanMessage({ db: db.db, clients: slackClients, platform, logger, scrubber, pace }, teamId, chatId),
         }),
       },
     });

@@ -5,9 +5,10 @@ import type { Logger } from 'pino';
 import type { SessionStatus } from '../agent/session-status.js';
 import type { SessionStatusSink } from '../agent/turn.js';
 import type { Chat } from '../store/tables.js';
+import { SLACK_PACE } from './limits.js';
 
-/** agents.sessions.setStatus is a Tier 3 method (about 50 a minute): one call per 1.2 s per workspace. */
-export const SESSION_STATUS_INTERVAL_MS = 1200;
+/** agents.sessions.setStatus is Tier 3: one call per workspace per interval (src/slack/limits.ts). */
+export const SESSION_STATUS_INTERVAL_MS = SLACK_PACE.sessionStatusIntervalMs;
 /** Tries after a `ratelimited` answer, each after the Retry-After Slack gives. */
 export const SESSION_STATUS_RATE_LIMIT_RETRIES = 3;
 

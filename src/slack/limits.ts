@@ -71,6 +71,37 @@ export const INBOUND_LIMITS = {
   buttonLabel: SLACK_LIMITS.buttonText,
 } as const;
 
+/**
+ * The bot's own pacing of its Slack writes: Slack's documented pace (above) times `scale`
+ * (SLACK_PACE_SCALE, 1 by default). Below 1 only against a Slack-compatible server that allows more.
+ */
+export interface SlackPace {
+  /** chat.postMessage to one channel. */
+  postIntervalMs: number;
+  /** Rewrites of one live plan message. */
+  planUpdateIntervalMs: number;
+  /** chat.update calls of one workspace's plan messages. */
+  workspaceUpdateIntervalMs: number;
+  /** agents.sessions.setStatus calls of one workspace (Tier 3, src/slack/agent-session.ts). */
+  sessionStatusIntervalMs: number;
+}
+
+/** agents.sessions.setStatus is a Tier 3 method (about 50 a minute): one call per 1.2 s per workspace. */
+const SESSION_STATUS_INTERVAL_MS = 1200;
+
+export function slackPace(scale = 1): SlackPace {
+  const scaled = (ms: number) => Math.max(1, Math.round(ms * scale));
+  return {
+    postIntervalMs: scaled(SLACK_LIMITS.postIntervalMsPerChannel),
+    planUpdateIntervalMs: scaled(SLACK_LIMITS.planUpdateIntervalMs),
+    workspaceUpdateIntervalMs: scaled(SLACK_LIMITS.updateIntervalMsPerWorkspace),
+    sessionStatusIntervalMs: scaled(SESSION_STATUS_INTERVAL_MS),
+  };
+}
+
+/** Slack's own pace (SLACK_PACE_SCALE unset). */
+export const SLACK_PACE: SlackPace = slackPace(1);
+
 /** Shortens text to `max` characters, ending with an ellipsis when cut. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;

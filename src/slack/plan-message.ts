@@ -14,11 +14,11 @@ import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
-import { claimWrite, countPlanPostAttempt, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
+import { claimWrite, countPlanPostAttempt, holdWrites, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
 import { listChatResources } from '../store/resources.js';
 import { buildPlanMessage } from './blocks/plan.js';
-import { SLACK_LIMITS } from './limits.js';
+import { SLACK_PACE, type SlackPace } from './limits.js';
 import type { SlackClients } from './poster.js';
 
 /** The metadata type of the plan message: how it is found again, and told apart from the step reports. */
@@ -52,6 +52,8 @@ export interface PlanMessengerDeps {
   platform: Platform;
   logger: Logger;
   scrubber?: SecretScrubber;
+  /** Slack's pace unless SLACK_PACE_SCALE says otherwise. */
+  pace?: SlackPace;
 }
 
 interface SlackErrorLike {
@@ -85,7 +87,8 @@ async function readLive(platform: Platform, kind: 'run' | 'training', id: string
 export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, chatId: string): Promise<PlanSyncResult> {
   const { db, logger } = deps;
   const scrubber = deps.scrubber ?? createScrubber();
-  const current = await readPlanMessage(db, teamId, chatId, SLACK_LIMITS.planUpdateIntervalMs, SLOT_VALID_MS);
+  const pace = deps.pace ?? SLACK_PACE;
+  const current = await readPlanMessage(db, teamId, chatId, pace.planUpdateIntervalMs, SLOT_VALID_MS);
   // Its turn among the workspace's plan updates is further on: nothing to read or draw before then.
   if (current.slotWaitMs !== undefined && current.slotWaitMs > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(current.slotWaitMs) };
   const chat = await db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
@@ -108,7 +111,7 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
     stored.set(r.platform_id, { status: r.status, score: typeof score === 'number' ? score : null, priceCharged: r.price_charged, webUrl: r.web_url });
   }
   const view = derivePlanView({ plan, live, stored });
-  const again = view.running ? pollIntervalMs(view, Date.now(), SLACK_LIMITS.planUpdateIntervalMs, PLAN_POLL_MAX_MS) : undefined;
+  const again = view.running ? pollIntervalMs(view, Date.now(), pace.planUpdateIntervalMs, PLAN_POLL_MAX_MS) : undefined;
   const row = current.row;
   const textOnly = row?.text_only ?? false;
   const message = scrubber.scrubValue(buildPlanMessage(view, chat.owner_user_id));
@@ -128,7 +131,7 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
   for (let blocks = !textOnly; ; blocks = false) {
     try {
       if (!slackTs) {
-        const slot = await reservePostSlot(db, teamId, chat.channel_id, SLACK_LIMITS.postIntervalMsPerChannel);
+        const slot = await reservePostSlot(db, teamId, chat.channel_id, pace.postIntervalMs);
         if (slot > 0) await sleep(slot);
         const result = await deps.clients.writer.chat.postMessage({
           channel: chat.channel_id,
@@ -145,10 +148,10 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
       }
       // The slot reserved earlier, or the next free one. Many plans running in one workspace: this
       // one waits its turn as a job scheduled at its slot, not asleep in a worker.
-      const slotWait = current.slotWaitMs ?? (await reserveUpdateSlot(db, teamId, chatId, WORKSPACE_UPDATE_SLOT, SLACK_LIMITS.updateIntervalMsPerWorkspace));
+      const slotWait = current.slotWaitMs ?? (await reserveUpdateSlot(db, teamId, chatId, WORKSPACE_UPDATE_SLOT, pace.workspaceUpdateIntervalMs));
       if (slotWait > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(slotWait), view };
       if (slotWait > 0) await sleep(slotWait);
-      const spacing = await claimWorkspaceWrite(db, teamId);
+      const spacing = await claimWorkspaceWrite(db, teamId, pace.workspaceUpdateIntervalMs);
       if (spacing > 0) return { outcome: 'paced', againInMs: Math.ceil(spacing), view };
       await deps.clients.writer.chat.update({
         channel: chat.channel_id,
@@ -164,7 +167,10 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
       if (e.code === 'slack_webapi_rate_limited_error') {
         // Slack took nothing: the same write is made again after its Retry-After.
         logger.warn({ chatId, retryAfter: e.retryAfter }, 'slack rate limited the plan message; waiting');
-        return { outcome: 'rate_limited', againInMs: Math.max(1, e.retryAfter ?? 1) * 1000, view };
+        const retryAfterMs = Math.max(1, e.retryAfter ?? 1) * 1000;
+        // The whole workspace waits (chat.update is limited per workspace), whichever sync comes next.
+        if (slackTs) await holdWrites(db, teamId, WORKSPACE_WRITTEN_KEY, pace.workspaceUpdateIntervalMs, retryAfterMs);
+        return { outcome: 'rate_limited', againInMs: retryAfterMs, view };
       }
       if (e.code === 'slack_webapi_platform_error') {
         const reason = e.data?.error ?? 'unknown_error';
@@ -184,9 +190,9 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
  * The workspace's plan writes stay an interval apart even when slots are used late: a claim that
  * finds the last write too recent waits for it (within the sleep a sync allows), or returns the wait.
  */
-async function claimWorkspaceWrite(db: Db, teamId: string): Promise<number> {
+async function claimWorkspaceWrite(db: Db, teamId: string, intervalMs: number): Promise<number> {
   for (let tries = 0; ; tries += 1) {
-    const wait = await claimWrite(db, teamId, WORKSPACE_WRITTEN_KEY, SLACK_LIMITS.updateIntervalMsPerWorkspace);
+    const wait = await claimWrite(db, teamId, WORKSPACE_WRITTEN_KEY, intervalMs);
     if (wait === 0 || wait > MAX_SLOT_WAIT_MS || tries === 2) return wait;
     await sleep(wait);
   }

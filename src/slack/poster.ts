@@ -22,7 +22,7 @@ import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
 import { feedbackAsPlainButtons } from './blocks/feedback.js';
 import { RENDER_LEVELS, renderReply, type RenderLevel } from './blocks/reply.js';
 import { chartNotes, comparisonPartOf, shareComparisonChart } from './comparison-chart.js';
-import { SLACK_LIMITS } from './limits.js';
+import { SLACK_PACE, type SlackPace } from './limits.js';
 import { formatLogArgs } from './log-format.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
@@ -100,6 +100,7 @@ export class SlackPoster {
     private readonly clients: SlackClients,
     private readonly logger: Logger,
     private readonly scrubber: SecretScrubber = createScrubber(),
+    private readonly slackPace: SlackPace = SLACK_PACE,
   ) {}
 
   /**
@@ -255,7 +256,7 @@ export class SlackPoster {
   private async pace(teamId: string, channel: string): Promise<void> {
     // The slot is reserved in Postgres before waiting, so concurrent turns posting to one channel,
     // in this process or in another replica, queue up instead of bursting.
-    const wait = await reservePostSlot(this.db, teamId, channel, SLACK_LIMITS.postIntervalMsPerChannel);
+    const wait = await reservePostSlot(this.db, teamId, channel, this.slackPace.postIntervalMs);
     if (wait > 0) await sleep(wait);
   }
 

@@ -99,6 +99,18 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
  * worker), so a late one never lands on the next one's. Committed relaxed in the same round trip
  * (pacing; src/store/db.ts relaxedCommitFrom).
  */
+/**
+ * After Slack answered a write of `key` with 429: no {@link claimWrite} of it succeeds before
+ * `retryAfterMs` from now, whichever sync tries it (the last write is moved forward in time).
+ */
+export async function holdWrites(db: Db, teamId: string, key: string, intervalMs: number, retryAfterMs: number): Promise<void> {
+  const until = sql`clock_timestamp() + make_interval(secs => ${(retryAfterMs - intervalMs) / 1000}::float8)`;
+  await sql`
+    insert into channel_post_slots as s (team_id, channel_id, last_slot)
+    select ${teamId}, ${key}, ${until} from ${relaxedCommitFrom(db)}
+    on conflict (team_id, channel_id) do update set last_slot = greatest(s.last_slot, excluded.last_slot)`.execute(db);
+}
+
 export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
   const { rows } = await sql<{ wait_ms: number }>`
     with claimed as (

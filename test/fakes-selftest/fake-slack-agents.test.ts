@@ -83,7 +83,7 @@ describe('fake Slack: agent sessions', () => {
       const other = new WebClient('xoxb-test', { slackApiUrl: strict.apiUrl, logger: silent, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true });
       for (let i = 0; i < 50; i += 1) await other.agents.sessions.setStatus({ channel_id: CHANNEL, thread_ts: THREAD, status: 'processing' });
       await expect(other.agents.sessions.setStatus({ channel_id: CHANNEL, thread_ts: THREAD, status: 'closed' })).rejects.toMatchObject({ code: 'slack_webapi_rate_limited_error', retryAfter: 1 });
-      expect(strict.violations).toEqual(['agents.sessions.setStatus: more than 50 calls in a minute for T0FAKE (Tier 3)']);
+      expect(strict.violations).toEqual(['agents.sessions.setStatus: more than 50 calls in 60000 ms for T0FAKE (Tier 3)']);
     } finally {
       await strict.stop();
     }

@@ -1,7 +1,7 @@
 // End-to-end harness: the real bot (in-process or as a child process) on loopback in HTTP mode, a
 // fake Slack Web API, a scripted Messages API, the sandbox platform, and a fresh Postgres database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,8 +37,17 @@ export interface HarnessOptions {
   slackOptions?: FakeSlackOptions;
 }
 
+/**
+ * Slack's pace in the harness: the bot (SLACK_PACE_SCALE) and the fake Slack's limits
+ * (`paceScale`) run ten times faster than Slack's, so a loop is not mostly waiting a second between
+ * posts. Tests of the pacing itself measure against `slackPace(h.paceScale)`, or set their own.
+ */
+export const HARNESS_PACE_SCALE = 0.1;
+
 export interface Harness {
   env: Record<string, string>;
+  /** The pace of this harness's Slack (SLACK_PACE_SCALE of the bot, `paceScale` of the fake). */
+  paceScale: number;
   slack: FakeSlack;
   model: ScriptedAnthropic;
   /** The test's own connection to the bot's database, for assertions. */
@@ -89,8 +98,51 @@ export async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 6
   return waitUntil(() => h.posts(threadTs, channel).find(isVerdict), timeoutMs, `the comparison message in ${threadTs}`);
 }
 
+/** Every process below `pid` (children, their children, ...), from /proc; empty where there is none. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The command name (2nd field) is in parentheses and may contain spaces: the ppid is the 2nd field after it.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // A process that ended while the list was read.
+    }
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const child of children.get(parent) ?? []) {
+      found.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** Whether a process is still running (a zombie waiting for its parent to reap it is not). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
-  const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, ...options.slackOptions }));
+  const slack = options.slack ?? (await startFakeSlack({ teamId: TEAM, paceScale: HARNESS_PACE_SCALE, ...options.slackOptions }));
   const model = options.model ?? (await startScriptedAnthropic(options.script));
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase('e2e'));
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
@@ -103,6 +155,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     WORKER_STALE_SECONDS: '2',
     WORKER_CONCURRENCY: '4',
     RECONCILE_CRON: '*/2 * * * * *',
+    SLACK_PACE_SCALE: String(slack.paceScale),
     ...options.env,
   };
   const db = createDb(databaseUrl, { max: 4 });
@@ -159,6 +212,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
 
   const harness: Harness = {
     env,
+    paceScale: Number(env.SLACK_PACE_SCALE),
     slack,
     model,
     db,
@@ -197,8 +251,14 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         const exited = child.exitCode !== null || child.signalCode !== null;
         const done = exited ? Promise.resolve() : new Promise((resolve) => child!.once('exit', resolve));
         killing.add(child);
+        // The whole bot dies at once, as in a crash of its machine: the parent of npm start and its
+        // role processes. Killing the parent alone left the worker running until it noticed, long
+        // enough under load to finish a model call released right after the kill.
+        const roles = exited ? [] : descendants(child.pid!);
         if (!exited) child.kill('SIGKILL');
+        for (const pid of roles) killQuietly(pid);
         await done;
+        await waitUntil(() => (roles.every((pid) => !running(pid)) ? true : undefined), 10_000, 'the killed role processes to exit', 20);
         child = undefined;
       } else if (bot) {
         await bot.stop();

@@ -4,11 +4,15 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, migrateToLatest, relaxedCommit, relaxedCommitFrom, type Db, type DbHandle } from '../../src/store/db.js';
 import { appendMessage } from '../../src/store/messages.js';
-import { claimWrite, recordPlanWrite, reserveUpdateSlot } from '../../src/store/plan-messages.js';
+import { claimWrite, holdWrites, recordPlanWrite, reserveUpdateSlot } from '../../src/store/plan-messages.js';
 import { markPostAttempt, markPostDelivered, reservePostSlot, setPostPermalink } from '../../src/store/posts.js';
 import type { Database } from '../../src/store/tables.js';
 import { recordModelCall, startTurn } from '../../src/store/turns.js';
+import { createWorkerWaker } from '../../src/store/wake-workers.js';
+import pg from 'pg';
+import pino from 'pino';
 import { createTestDatabase } from '../kit/database.js';
+import { waitUntil } from '../kit/wait.js';
 
 let handle: DbHandle;
 let logged: Db;
@@ -111,10 +115,26 @@ describe('relaxedCommitFrom', () => {
       await run(() => reservePostSlot(logged, teamId, 'C1', 1000)),
       await run(() => reserveUpdateSlot(logged, teamId, chatId, '~plan-chat.update', 1500)),
       await run(() => claimWrite(logged, teamId, '~plan-chat.update:written', 1500)),
+      await run(() => holdWrites(logged, teamId, '~plan-chat.update:written', 1500, 4000)),
     ]) {
       expect(call.statements, call.statements.join(' | ')).toHaveLength(1);
       expect(call.relaxed).toBe(true);
     }
+  });
+});
+
+describe('holdWrites', () => {
+  it('after a 429, no claim of the key succeeds before the Retry-After, and an earlier hold is never shortened', async () => {
+    const teamId = `T${randomBytes(4).toString('hex').toUpperCase()}`;
+    const key = '~plan-chat.update:written';
+    expect(await claimWrite(handle.db, teamId, key, 1500)).toBe(0);
+    await holdWrites(handle.db, teamId, key, 1500, 4000);
+    const wait = await claimWrite(handle.db, teamId, key, 1500);
+    expect(wait).toBeGreaterThan(3500);
+    expect(wait).toBeLessThanOrEqual(4000);
+    // A shorter Retry-After afterwards keeps the longer hold.
+    await holdWrites(handle.db, teamId, key, 1500, 1000);
+    expect(await claimWrite(handle.db, teamId, key, 1500)).toBeGreaterThan(3000);
   });
 });
 
@@ -135,6 +155,27 @@ describe('which writes commit relaxed', () => {
     // And each did its work.
     const post = await handle.db.selectFrom('posts').select(['status', 'slack_ts', 'permalink']).where('id', '=', postId).executeTakeFirstOrThrow();
     expect(post).toEqual({ status: 'posted', slack_ts: '1733150001.000200', permalink: 'https://example.slack.com/archives/C1/p1' });
+  });
+
+  it('the web role\'s wake-up of the workers: its NOTIFY commits relaxed and still reaches a listener', async () => {
+    const listener = new pg.Client(handle.pool.options.connectionString);
+    await listener.connect();
+    try {
+      await listener.query('listen "jobs:insert"');
+      const heard = new Promise<{ count: number; ingest: boolean }>((resolve) => listener.on('notification', (n) => resolve(JSON.parse(n.payload ?? '{}'))));
+      const call = await run(async () => {
+        createWorkerWaker(logged, pino({ level: 'silent' })).wake(3);
+        await heard;
+        // The listener may hear the commit before the statement's answer (and its log line) is back.
+        await waitUntil(() => statements.length > 0, 5000, 'the wake-up statement');
+      });
+      expect(await heard).toMatchObject({ count: 3, ingest: true });
+      expect(call.statements, call.statements.join(' | ')).toHaveLength(1);
+      expect(call).toMatchObject({ relaxed: true });
+      expect(await setting(handle.db)).toBe('on');
+    } finally {
+      await listener.end();
+    }
   });
 
   it('a post attempt and a model call\'s cost stay durable: they guard effects outside the database', async () => {

@@ -20,9 +20,10 @@ export function agentMethods(ws: Workspace): Record<string, MethodHandler> {
   /** Tier 3 per workspace: a burst above it is a violation, and a 429 with `enforceRateLimit`. */
   const rateLimited = (method: string, teamId: string): Answer | undefined => {
     const now = Date.now();
-    const times = (callTimes.get(teamId) ?? []).filter((t) => now - t < 60_000);
+    const windowMs = 60_000 * (ws.options.paceScale ?? 1);
+    const times = (callTimes.get(teamId) ?? []).filter((t) => now - t < windowMs);
     if (times.length >= TIER3_PER_MINUTE) {
-      ws.violations.push(`${method}: more than ${TIER3_PER_MINUTE} calls in a minute for ${teamId} (Tier 3)`);
+      ws.violations.push(`${method}: more than ${TIER3_PER_MINUTE} calls in ${windowMs} ms for ${teamId} (Tier 3)`);
       if (ws.options.enforceRateLimit) {
         callTimes.set(teamId, times);
         return { status: 429, body: { ok: false, error: 'ratelimited' }, headers: { 'Retry-After': '1' } };

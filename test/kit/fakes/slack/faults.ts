@@ -14,10 +14,11 @@ export interface Faults {
 }
 
 export function createFaults(options: FakeSlackOptions, violations: string[]): Faults {
-  const rateLimit = options.rateLimit ?? { max: 3, windowMs: 1000 };
+  const scale = options.paceScale ?? 1;
+  const rateLimit = options.rateLimit ?? { max: 3, windowMs: 1000 * scale };
   const failures = new Map<string, SlackFailure[]>();
   const postTimes = new Map<string, number[]>();
-  const updateLimit = options.updateRateLimit ?? { max: 50, windowMs: 60_000 };
+  const updateLimit = options.updateRateLimit ?? { max: 50, windowMs: 60_000 * scale };
   const updateTimes = new Map<string, number[]>();
   return {
     injected: (method) => {

@@ -117,6 +117,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   return {
     baseUrl,
     apiUrl: `${baseUrl}/api/`,
+    paceScale: options.paceScale ?? 1,
     calls: ws.calls,
     violations: ws.violations,
     files: ws.files,

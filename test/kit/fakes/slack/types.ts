@@ -33,6 +33,12 @@ export interface FakeSlackOptions {
   agentStopSubscribed?: boolean;
   /** Answer chat.postMessage bursts above `rateLimit` with 429 + Retry-After 1 instead of only recording them. */
   enforceRateLimit?: boolean;
+  /**
+   * Every rate-limit window of this Slack (the default `rateLimit`, `updateRateLimit` and Tier 3 of
+   * the agent methods) times this: a Slack `paceScale` times faster, for a bot started with the same
+   * SLACK_PACE_SCALE. Default 1: Slack's own limits.
+   */
+  paceScale?: number;
   /** Burst window for chat.postMessage per channel: more than `max` posts within `windowMs` is a violation. */
   rateLimit?: { max: number; windowMs: number };
   /** chat.update's tier 3: calls per workspace per window (Slack: 50+ a minute). Above it, a violation (a 429 with `enforceRateLimit`). */
@@ -157,6 +163,8 @@ export interface FakeSlack {
   baseUrl: string;
   /** Value for the WebClient's `slackApiUrl`: `<baseUrl>/api/`. */
   apiUrl: string;
+  /** Its rate-limit windows as a multiple of Slack's (`FakeSlackOptions.paceScale`): start the bot with this SLACK_PACE_SCALE. */
+  paceScale: number;
   calls: SlackCall[];
   violations: string[];
   files: Map<string, FakeFile>;
