@@ -149,7 +149,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
   const mode = options.mode ?? 'inprocess';
-  const port = mode === 'process' ? await freePort() : 0;
+  let port = mode === 'process' ? await freePort() : 0;
   const env: Record<string, string> = {
     ...fakesEnv({ slackApiUrl: slack.apiUrl, anthropicUrl: model.baseURL, databaseUrl, dataDir: dir, port }),
     WORKER_STALE_SECONDS: '2',
@@ -179,22 +179,42 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       url = bot.url;
       return;
     }
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    // A port taken between freePort() and the bot's bind (by another test file's process binding
+    // port 0, for the bot or for the sandbox next to it) is a race of the test run, not the bot's
+    // failure: the start is tried again on a new port, at most twice.
+    for (let attempt = 1; ; attempt += 1) {
+      const output = await startProcess();
+      if (output === undefined) return;
+      if (!/already in use/.test(output) || attempt === 3) {
+        throw new Error(`bot exited during start-up; its last output:\n${output.split('\n').slice(-15).join('\n')}`);
+      }
+      port = await freePort();
+      env.PORT = String(port);
+    }
+  };
+
+  /** Starts the bot process; undefined once ready, or what it printed when it exited during start-up. */
+  const startProcess = async (): Promise<string | undefined> => {
+    const own = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: { ...process.env, ...env, NODE_OPTIONS: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const own = child;
+    child = own;
+    let output = '';
+    let ready = false;
     own.once('exit', (code, signal) => {
-      if (!killing.has(own)) harness.crashes.push({ code, signal });
+      if (ready && !killing.has(own)) harness.crashes.push({ code, signal });
     });
-    child.stdout!.pipe(logStream, { end: false });
-    child.stderr!.pipe(logStream, { end: false });
+    for (const stream of [own.stdout!, own.stderr!]) {
+      stream.pipe(logStream, { end: false });
+      stream.on('data', (chunk: Buffer) => {
+        if (!ready && output.length < 100_000) output += chunk.toString('utf8');
+      });
+    }
     url = `http://127.0.0.1:${port}`;
-    const exited = new Promise<never>((_, reject) =>
-      child!.once('exit', (code) => reject(new Error(`bot exited with code ${code} during start-up`))),
-    );
-    await Promise.race([
+    const exited = new Promise<string>((resolve) => own.once('exit', () => resolve(output)));
+    const outcome = await Promise.race([
       exited,
       waitUntil(
         async () => {
@@ -207,7 +227,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         'the bot process to be ready',
       ),
     ]);
-    exited.catch(() => undefined);
+    if (typeof outcome === 'string') {
+      child = undefined;
+      return outcome;
+    }
+    ready = true;
+    return undefined;
   };
 
   const harness: Harness = {
