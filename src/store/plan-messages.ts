@@ -93,13 +93,6 @@ export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, 
 }
 
 /**
- * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
- * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
- * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
- * worker), so a late one never lands on the next one's. Committed relaxed in the same round trip
- * (pacing; src/store/db.ts relaxedCommitFrom).
- */
-/**
  * After Slack answered a write of `key` with 429: no {@link claimWrite} of it succeeds before
  * `retryAfterMs` from now, whichever sync tries it (the last write is moved forward in time).
  */
@@ -111,6 +104,13 @@ export async function holdWrites(db: Db, teamId: string, key: string, intervalMs
     on conflict (team_id, channel_id) do update set last_slot = greatest(s.last_slot, excluded.last_slot)`.execute(db);
 }
 
+/**
+ * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
+ * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
+ * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
+ * worker), so a late one never lands on the next one's. Committed relaxed in the same round trip
+ * (pacing; src/store/db.ts relaxedCommitFrom).
+ */
 export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
   const { rows } = await sql<{ wait_ms: number }>`
     with claimed as (
