@@ -1,10 +1,6 @@
 // CPU time of a process (and of its reaped children) from /proc.
 import { readFile } from 'node:fs/promises';
-
-/** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...]; utime is index 11. */
-export function statFields(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-}
+import { statFields } from '../test/kit/proc.js';
 
 /** CPU milliseconds (user + system) of a process; with `children`, also of its reaped children. */
 export async function processCpuMs(pid: number, children = false): Promise<number> {

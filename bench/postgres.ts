@@ -4,7 +4,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
 import { createDatabaseOn, startPrivatePostgres } from '../test/kit/database.js';
-import { processCpuMs, statFields } from './cpu.js';
+import { processCpuMs } from './cpu.js';
+import { statFields } from '../test/kit/proc.js';
 
 export interface BenchPostgres {
   server: EmbeddedDatabase;

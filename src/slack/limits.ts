@@ -49,6 +49,8 @@ export const SLACK_LIMITS = {
    * tier 3's 50 with room for the updates after button choices.
    */
   updateIntervalMsPerWorkspace: 1500,
+  /** agents.sessions.setStatus is a Tier 3 method (about 50 a minute): one call per 1.2 s per workspace. */
+  sessionStatusIntervalMsPerWorkspace: 1200,
   /**
    * Plan and task card blocks: Slack documents no length for their titles (only the 255 characters
    * of a block_id); titles are kept to a header's length so a plan stays readable.
@@ -86,16 +88,13 @@ export interface SlackPace {
   sessionStatusIntervalMs: number;
 }
 
-/** agents.sessions.setStatus is a Tier 3 method (about 50 a minute): one call per 1.2 s per workspace. */
-const SESSION_STATUS_INTERVAL_MS = 1200;
-
 export function slackPace(scale = 1): SlackPace {
   const scaled = (ms: number) => Math.max(1, Math.round(ms * scale));
   return {
     postIntervalMs: scaled(SLACK_LIMITS.postIntervalMsPerChannel),
     planUpdateIntervalMs: scaled(SLACK_LIMITS.planUpdateIntervalMs),
     workspaceUpdateIntervalMs: scaled(SLACK_LIMITS.updateIntervalMsPerWorkspace),
-    sessionStatusIntervalMs: scaled(SESSION_STATUS_INTERVAL_MS),
+    sessionStatusIntervalMs: scaled(SLACK_LIMITS.sessionStatusIntervalMsPerWorkspace),
   };
 }
 

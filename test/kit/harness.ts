@@ -1,7 +1,7 @@
 // End-to-end harness: the real bot (in-process or as a child process) on loopback in HTTP mode, a
 // fake Slack Web API, a scripted Messages API, the sandbox platform, and a fresh Postgres database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { appMention, type FakeMessage, type PlanState, type FakeSlack, type Fake
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
 import { fakesEnv } from './bot-env.js';
 import { createTestDatabase } from './database.js';
+import { descendants, isRunning } from './proc.js';
 import { waitUntil } from './wait.js';
 
 export const TEAM = 'T0FAKE';
@@ -40,14 +41,12 @@ export interface HarnessOptions {
 /**
  * Slack's pace in the harness: the bot (SLACK_PACE_SCALE) and the fake Slack's limits
  * (`paceScale`) run ten times faster than Slack's, so a loop is not mostly waiting a second between
- * posts. Tests of the pacing itself measure against `slackPace(h.paceScale)`, or set their own.
+ * posts. A test of the pace itself sets its own (`slackOptions.paceScale`) and measures against `slackPace(scale)`.
  */
 export const HARNESS_PACE_SCALE = 0.1;
 
 export interface Harness {
   env: Record<string, string>;
-  /** The pace of this harness's Slack (SLACK_PACE_SCALE of the bot, `paceScale` of the fake). */
-  paceScale: number;
   slack: FakeSlack;
   model: ScriptedAnthropic;
   /** The test's own connection to the bot's database, for assertions. */
@@ -96,41 +95,6 @@ export function isVerdict(post: { blocks?: unknown[] }): boolean {
 /** Waits for the comparison post in a thread. */
 export async function waitForVerdict(h: Harness, threadTs: string, timeoutMs = 60_000, channel?: string) {
   return waitUntil(() => h.posts(threadTs, channel).find(isVerdict), timeoutMs, `the comparison message in ${threadTs}`);
-}
-
-/** Every process below `pid` (children, their children, ...), from /proc; empty where there is none. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The command name (2nd field) is in parentheses and may contain spaces: the ppid is the 2nd field after it.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // A process that ended while the list was read.
-    }
-  }
-  const found: number[] = [];
-  const visit = (parent: number) => {
-    for (const child of children.get(parent) ?? []) {
-      found.push(child);
-      visit(child);
-    }
-  };
-  visit(pid);
-  return found;
-}
-
-/** Whether a process is still running (a zombie waiting for its parent to reap it is not). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function killQuietly(pid: number): void {
@@ -237,7 +201,6 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
 
   const harness: Harness = {
     env,
-    paceScale: Number(env.SLACK_PACE_SCALE),
     slack,
     model,
     db,
@@ -283,7 +246,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         if (!exited) child.kill('SIGKILL');
         for (const pid of roles) killQuietly(pid);
         await done;
-        await waitUntil(() => (roles.every((pid) => !running(pid)) ? true : undefined), 10_000, 'the killed role processes to exit', 20);
+        await waitUntil(() => (roles.every((pid) => !isRunning(pid)) ? true : undefined), 10_000, 'the killed role processes to exit', 20);
         child = undefined;
       } else if (bot) {
         await bot.stop();
