@@ -15,6 +15,7 @@ import { sleep } from '../kit/wait.js';
 import { waitFor } from '../platform/helpers.js';
 import { seedEngineRun } from './fixtures/engine-run.js';
 import { readyLine } from './fixtures/ready-line.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const TOGETHER_MODEL = 'togethercomputer/Tiny-Stories-Instruct';
 const RAY_MODEL = 'stories260K';
@@ -47,7 +48,7 @@ afterEach(async () => {
 
 /** A platform process (test/engines/fixtures/remote-trainer-process.ts); its JSON log lines are collected. */
 async function startPlatform(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/remote-trainer-process.ts')], {
+  const child = spawn(process.execPath, await nodeArgs(path.join(import.meta.dirname, 'fixtures/remote-trainer-process.ts')), {
     env: { ...process.env, ...env, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,6 +11,7 @@ import { freePort } from '../../src/store/embedded-postgres.js';
 import { createTestDatabase } from '../kit/database.js';
 import { startFakeOpenAi } from '../kit/fakes/openai-faults.js';
 import { startReceiver, waitFor, waitForRun } from '../platform/helpers.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const cleanups: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -43,7 +44,7 @@ describe('engine run resume', () => {
     };
 
     async function launch(): Promise<{ child: ChildProcess; token: string; secret: string }> {
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'platform', 'sandbox', 'cli.ts')], {
+      const child = spawn(process.execPath, await nodeArgs('src/platform/sandbox/cli.ts'), {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -11,6 +11,7 @@ import { pythonWithTorch, rayStoriesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THR
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 import { readyLine } from './fixtures/ready-line.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const MODEL = 'stories260K';
 const BENCHMARK = '501';
@@ -38,7 +39,7 @@ afterEach(async () => {
 
 /** The platform in its own process, configured only through its environment (test/engines/fixtures/together-process.ts reads any engine's). */
 async function startPlatform(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/together-process.ts')], {
+  const child = spawn(process.execPath, await nodeArgs(path.join(import.meta.dirname, 'fixtures/together-process.ts')), {
     env: { ...process.env, ...env, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

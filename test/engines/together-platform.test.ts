@@ -12,6 +12,7 @@ import { createTestDatabase } from '../kit/database.js';
 import { waitFor, waitForRun, waitForTraining } from '../platform/helpers.js';
 import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 import { readyLine } from './fixtures/ready-line.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const MODEL = 'togethercomputer/Tiny-Stories-Instruct';
 const BENCHMARK = '501';
@@ -31,7 +32,7 @@ afterEach(async () => {
 });
 
 async function startPlatform(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/together-process.ts')], {
+  const child = spawn(process.execPath, await nodeArgs(path.join(import.meta.dirname, 'fixtures/together-process.ts')), {
     env: { ...process.env, ...env, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

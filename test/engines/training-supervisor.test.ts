@@ -16,6 +16,7 @@ import { createTestDatabase } from '../kit/database.js';
 import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receiver, type TestSandbox } from '../platform/helpers.js';
 import { testTrainer } from './fixtures/test-trainer.js';
 import { readyLine } from './fixtures/ready-line.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const ENGINE = 'test engine, CPU';
 const BASE = 'tiny-stories';
@@ -258,7 +259,7 @@ interface Child {
 
 /** The platform in its own process (test/engines/fixtures/training-process.ts), to be SIGKILLed. */
 async function startChild(setup: Setup, mode: 'hold' | 'hang-after-adapter'): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/training-process.ts')], {
+  const child = spawn(process.execPath, await nodeArgs(path.join(import.meta.dirname, 'fixtures/training-process.ts')), {
     env: { ...process.env, DATABASE_URL: setup.databaseUrl, TRAINING_DIR: setup.dir, TRAINER_MODE: mode, NODE_OPTIONS: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

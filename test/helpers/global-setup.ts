@@ -1,16 +1,24 @@
-// Starts one embedded PostgreSQL for the whole test run; each test file creates its own database on it.
+// Starts one embedded PostgreSQL for the whole test run (each test file creates its own database on
+// it), and compiles the sources once for the tests' child processes (test/kit/compiled.ts).
 import type { TestProject } from 'vitest/node';
+import { compileForTests } from '../kit/compiled.js';
 import { startPrivatePostgres } from '../kit/database.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** Connection URL of the `postgres` database on the shared embedded server. */
     pgAdminUrl: string;
+    /** The folder where this run's sources are compiled, for the tests' child processes (test/kit/compiled.ts). */
+    compiledRoot: string;
   }
 }
 
 export default async function setup(project: TestProject) {
-  const postgres = await startPrivatePostgres({ folderPrefix: 'verdict-bot-test-pg-' });
+  const [postgres, build] = await Promise.all([startPrivatePostgres({ folderPrefix: 'verdict-bot-test-pg-' }), compileForTests(`.test-build-${process.pid}`)]);
   project.provide('pgAdminUrl', postgres.server.url);
-  return () => postgres.stop();
+  project.provide('compiledRoot', build.root);
+  return async () => {
+    await postgres.stop();
+    await build.remove();
+  };
 }

@@ -16,6 +16,7 @@ import { PLAN_METADATA_TYPE } from '../../src/slack/plan-message.js';
 import { appMention, type FakeMessage, type PlanState, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';
 import { fakesEnv } from './bot-env.js';
+import { nodeArgs } from './compiled.js';
 import { createTestDatabase } from './database.js';
 import { descendants, isRunning } from './proc.js';
 import { waitUntil } from './wait.js';
@@ -27,7 +28,7 @@ export interface HarnessOptions {
   script: Script;
   /** Extra environment for the bot (overrides the defaults below). */
   env?: Record<string, string>;
-  /** 'process' runs `src/main.ts` as a child process, so a test can SIGKILL it. */
+  /** 'process' runs the bot as a child process (`src/main.ts`, compiled once per test run: ./compiled.ts), so a test can SIGKILL it. */
   mode?: 'inprocess' | 'process';
   botOptions?: BotOptions;
   /** Use this database instead of a fresh one on the vitest global-setup server (chaos scripts, a dedicated server). */
@@ -159,7 +160,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
 
   /** Starts the bot process; undefined once ready, or what it printed when it exited during start-up. */
   const startProcess = async (): Promise<string | undefined> => {
-    const own = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const own = spawn(process.execPath, await nodeArgs('src/main.ts'), {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: { ...process.env, ...env, NODE_OPTIONS: '' },
       stdio: ['ignore', 'pipe', 'pipe'],

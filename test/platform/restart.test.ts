@@ -1,6 +1,5 @@
 // Crash safety: the sandbox stopped or SIGKILLed mid-run resumes from Postgres; runs finish and webhooks arrive.
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../kit/database.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
@@ -8,6 +7,7 @@ import { startSandbox } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
 import { startReceiver, waitFor, waitForRun, type Receiver } from './helpers.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const cleanups: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -72,7 +72,7 @@ describe('restart', () => {
     };
 
     async function launch(): Promise<{ child: ChildProcess; token: string; secret: string }> {
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'platform', 'sandbox', 'cli.ts')], {
+      const child = spawn(process.execPath, await nodeArgs('src/platform/sandbox/cli.ts'), {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -1,9 +1,10 @@
 // Runs `src/main.ts` as a child process with a given environment and collects its output, for
-// start-up and shutdown tests.
+// start-up and shutdown tests: the run's compiled sources (test/kit/compiled.ts), or through tsx.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { compiledBotEntry } from '../kit/compiled.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -28,16 +29,24 @@ export function baseEnv(extra: Record<string, string>): Record<string, string> {
   };
 }
 
-/** Runs `src/main.ts` through tsx, or `entry` (compiled JavaScript, relative to the repository) with plain node. */
-export function runBot(env: Record<string, string>, options: { cwd?: string; detached?: boolean; entry?: string } = {}): BotRun {
+// The bot compiled for this test run, when there is one.
+const compiledMain = await compiledBotEntry();
+
+/**
+ * Runs the bot: `entry` (compiled JavaScript, absolute or relative to the repository) with plain
+ * node; by default the run's compiled `src/main.ts`; `tsx: true` (or no compiled sources) runs
+ * `src/main.ts` through tsx, as `npm start` does.
+ */
+export function runBot(env: Record<string, string>, options: { cwd?: string; detached?: boolean; entry?: string; tsx?: boolean } = {}): BotRun {
   const started = Date.now();
   // Only what a shell would pass: no variable from the test runner's own environment leaks in.
   const inherited = Object.fromEntries(
     ['PATH', 'HOME', 'TMPDIR', 'LANG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]),
   );
   // tsx by its file URL: the bot may run in another folder (a .env there), where 'tsx' would not resolve.
-  const args = options.entry
-    ? [path.join(ROOT, options.entry)]
+  const entry = options.entry ?? (options.tsx ? undefined : compiledMain);
+  const args = entry
+    ? ['--enable-source-maps', path.resolve(ROOT, entry)]
     : ['--import', pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, path.join(ROOT, 'src/main.ts')];
   const child = spawn(process.execPath, args, {
     cwd: options.cwd ?? ROOT,

@@ -1,4 +1,5 @@
-// Start-up failures a newcomer meets, seen as they are: `src/main.ts` in a child process.
+// Start-up failures a newcomer meets, seen as they are: `src/main.ts` in a child process (through
+// tsx, as `npm start` runs it, where the test says so; else the run's compiled sources).
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -34,7 +35,7 @@ describe('start-up failures', () => {
       PORT: '70000',
       RECONCILE_CRON: 'bad',
       DATABASE_URL: 'localhost:5432/db',
-    });
+    }, { tsx: true });
     const exit = await run.exited(30_000);
     expect(exit.code).toBe(78);
     const output = run.output();
@@ -150,7 +151,7 @@ describe('log format', () => {
   it('is human-readable on a terminal and JSON when piped, the database address without its password', async () => {
     const port = await freePort();
     const env = baseEnv({ DATABASE_URL: `postgres://bot:hunter2secret@127.0.0.1:${port}/verdict`, PORT: '0' });
-    const piped = runBot(env);
+    const piped = runBot(env, { tsx: true });
     await piped.exited(30_000);
     expect(logLines(piped.output()).find((line) => line.msg === 'database: DATABASE_URL')?.database).toBe(`postgres://bot:***@127.0.0.1:${port}/verdict`);
 
@@ -214,7 +215,7 @@ describe('.env', () => {
       path.join(dir, '.env'),
       [`SLACK_BOT_TOKEN=${env.SLACK_BOT_TOKEN}`, `SLACK_SIGNING_SECRET=${env.SLACK_SIGNING_SECRET}`, 'ANTHROPIC_API_KEY=from-dotenv-key', `DATABASE_URL=postgres://bot:pw@127.0.0.1:${port}/verdict`, 'PORT=70000', ''].join('\n'),
     );
-    const run = runBot({ PORT: '0' }, { cwd: dir });
+    const run = runBot({ PORT: '0' }, { cwd: dir, tsx: true });
     expect((await run.exited(30_000)).code).toBe(1);
     expect(failureLine(run.output())).toContain(`cannot connect to the database at postgres://bot:***@127.0.0.1:${port}/verdict (DATABASE_URL)`);
   });

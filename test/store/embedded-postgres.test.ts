@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 vi.setConfig({ testTimeout: 150_000 });
 import { firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '../../src/store/embedded-postgres.js';
 import { StartupError } from '../../src/startup-error.js';
+import { nodeArgs } from '../kit/compiled.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const cleanups: Array<() => Promise<void>> = [];
@@ -26,7 +27,7 @@ async function tempDir(mode = 0o755): Promise<string> {
 
 /** A process that starts an embedded Postgres on `dataDir` and keeps it, as a running bot would. */
 async function holder(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/store/fixtures/hold-postgres.ts'), dataDir], {
+  const child = spawn(process.execPath, [...(await nodeArgs('test/store/fixtures/hold-postgres.ts')), dataDir], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

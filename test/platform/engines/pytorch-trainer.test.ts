@@ -14,6 +14,7 @@ import {
 } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
 import { storiesModelFile, TEST_ENGINE_THREADS } from '../../kit/engines.js';
+import { nodeArgs } from '../../kit/compiled.js';
 
 const execFileAsync = promisify(execFile);
 const THREADS = TEST_ENGINE_THREADS;
@@ -414,7 +415,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     const { datasetPath, workDir } = await longTraining('orphan');
     const parent = spawn(
       process.execPath,
-      ['--import', 'tsx', path.resolve('test/platform/engines/fixtures/train-until-killed.ts'), modelPath, datasetPath, workDir],
+      [...(await nodeArgs('test/platform/engines/fixtures/train-until-killed.ts')), modelPath, datasetPath, workDir],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise<void>((resolve, reject) => {
