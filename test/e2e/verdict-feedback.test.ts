@@ -62,7 +62,12 @@ describe('feedback on the verdict', () => {
     const verdict = await waitForVerdict(h, mention.ts, 90_000);
     const element = elementsOf(verdict, 'context_actions')[0]!;
     expect(element).toMatchObject({ type: 'feedback_buttons', action_id: ACTION_IDS.verdictFeedback });
-    const post = await h.db.db.selectFrom('posts').select(['id', 'turn_id']).where('team_id', '=', TEAM).where('slack_ts', '=', verdict.ts).executeTakeFirstOrThrow();
+    // The bot records the message's ts once Slack has answered the post: a moment after the fake Slack holds it.
+    const post = await waitUntil(
+      () => h!.db.db.selectFrom('posts').select(['id', 'turn_id']).where('team_id', '=', TEAM).where('slack_ts', '=', verdict.ts).executeTakeFirst(),
+      10_000,
+      'the verdict post recorded with its Slack ts',
+    );
 
     // The owner likes it; a colleague does not.
     const first = await clickFeedback(h, verdict, mention.ts, OWNER, 'positive');
