@@ -83,7 +83,7 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
       maxInFlight: SLACK_INGEST_SLOTS,
       flush: async (items) => {
         logger.debug({ events: items.length }, 'slack ingest: one statement');
-        const results = await enqueueSlackTriggers(db, items, { quiet: true });
+        const results = await enqueueSlackTriggers(db, items);
         waker.wake(results.filter((r) => r?.created).length);
         return results;
       },

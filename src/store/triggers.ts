@@ -113,18 +113,24 @@ export interface SlackTriggerInput {
  * Stores Slack triggers and enqueues their turns in one statement for the whole batch (group
  * commit: one round trip and one durable commit for many events), with {@link enqueueTrigger}'s
  * meaning for each item: results in input order, undefined where the chat does not exist and may not
- * be created; of several items with one dedupe key, the first is `created` and the others not.
+ * be created (a reply finds a chat that existed before, or that an earlier mention of the batch
+ * opened); of several items with one dedupe key, the first is `created` and the others not. The
+ * jobs are written quietly: the caller wakes the workers after the commit
+ * ({@link import('./wake-workers.js').createWorkerWaker}), or they find the jobs at their next poll.
  */
 export async function enqueueSlackTriggers(
   db: Db,
   items: readonly SlackTriggerInput[],
-  options: { maxAttempts?: number; quiet?: boolean } = {},
+  options: { maxAttempts?: number } = {},
 ): Promise<Array<EnqueueResult | undefined>> {
   if (items.length === 0) return [];
   const column = <T>(pick: (item: SlackTriggerInput) => T) => items.map(pick);
+  // One call of ingest_slack_triggers (migrations/2026-12-06-001-ingest-slack-function.ts): the
+  // statements inside keep their plans between calls, where one set-based statement was planned
+  // anew at every ack (half of its time).
   const result = await sql<{ ord: string; chat_id: string | null; trigger_id: string | null; existing_id: string | null }>`
-    with input as (
-      select * from unnest(
+    with ingested as (
+      select * from ingest_slack_triggers(
         ${column((i) => i.input.teamId)}::text[],
         ${column((i) => i.target.channelId)}::text[],
         ${column((i) => i.target.threadTs)}::text[],
@@ -133,42 +139,11 @@ export async function enqueueSlackTriggers(
         ${column((i) => i.input.kind)}::text[],
         ${column((i) => i.input.dedupeKey)}::text[],
         ${column((i) => i.input.userId)}::text[],
-        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[]
-      ) with ordinality as i(team_id, channel_id, thread_ts, owner_user_id, can_create, kind, dedupe_key, user_id, payload, ord)
-    ),
-    created as (
-      -- One row per thread (a statement may not update a row twice), in key order so that two
-      -- batches lock shared threads in the same order; "do update" returns an existing chat's id too.
-      insert into chats (team_id, channel_id, thread_ts, owner_user_id)
-      select distinct on (team_id, channel_id, thread_ts) team_id, channel_id, thread_ts, owner_user_id
-      from input where can_create
-      order by team_id, channel_id, thread_ts, ord
-      on conflict on constraint chats_thread_key do update set updated_at = chats.updated_at
-      returning id, team_id, channel_id, thread_ts
-    ),
-    target as (
-      -- A reply finds a chat that existed before the statement, or one a mention of this batch creates.
-      select i.*, coalesce(c.id, e.id) as chat_id
-      from input i
-      left join created c on c.team_id = i.team_id and c.channel_id = i.channel_id and c.thread_ts = i.thread_ts
-      left join chats e on e.team_id = i.team_id and e.channel_id = i.channel_id and e.thread_ts = i.thread_ts
-    ),
-    inserted as (
-      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
-      select distinct on (team_id, dedupe_key) team_id, chat_id, kind, dedupe_key, user_id, payload
-      from target where chat_id is not null
-      order by team_id, dedupe_key, ord
-      on conflict on constraint triggers_dedupe do nothing
-      returning id, chat_id, team_id, dedupe_key
-    ),
-    job as (${addJobFromInserted(options.maxAttempts ?? 25, options.quiet ? 'quiet' : 'notify')})
-    select t.ord::text as ord, t.chat_id::text as chat_id, ins.id::text as trigger_id, ex.id::text as existing_id,
-           -- Selected so that the job part runs (an unread CTE is skipped).
-           (select count(*) from job) as jobs
-    from target t
-    left join inserted ins on ins.team_id = t.team_id and ins.dedupe_key = t.dedupe_key
-    left join triggers ex on ex.team_id = t.team_id and ex.dedupe_key = t.dedupe_key
-    order by t.ord
+        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[],
+        ${options.maxAttempts ?? 25}::int
+      )
+    )
+    select ord::text, chat_id::text, trigger_id::text, existing_id::text from ingested order by ord
   `.execute(db);
   if (result.rows.length !== items.length) throw new Error(`ingest returned ${result.rows.length} rows for ${items.length} Slack events`);
   const claimed = new Set<string>();

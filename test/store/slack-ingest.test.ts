@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createGroupCommit } from '../../src/store/group-commit.js';
-import { enqueueSlackTriggers, type EnqueueResult, type SlackTriggerInput } from '../../src/store/triggers.js';
+import { enqueueSlackTriggers, enqueueTrigger, type EnqueueResult, type SlackTriggerInput } from '../../src/store/triggers.js';
 import { createWorkerWaker } from '../../src/store/wake-workers.js';
 import { waitUntil } from '../kit/wait.js';
 import { createTestDatabase } from '../kit/database.js';
@@ -113,7 +113,22 @@ describe('enqueueSlackTriggers', () => {
     expect(await jobsOf(teamId)).toHaveLength(40);
   });
 
-  it('quiet: the same job rows as graphile-worker\'s add_job, and no NOTIFY in the acknowledged commit; the waker sends one after it', async () => {
+  it('two batches sharing threads in opposite orders, at once, many times: no deadlock, one chat per thread', async () => {
+    const teamId = `T${hex().toUpperCase()}`;
+    for (let round = 0; round < 20; round += 1) {
+      const threads = Array.from({ length: 6 }, (_, i) => `1733150010.${String(round * 10 + i).padStart(6, '0')}`);
+      const batch = (order: string[], tag: string) => order.map((thread) => mention(teamId, 'CLOCK', `${thread}${tag}`, thread));
+      const [a, b] = await Promise.all([enqueueSlackTriggers(handle.db, batch(threads, '1')), enqueueSlackTriggers(handle.db, batch([...threads].reverse(), '2'))]);
+      for (const results of [a, b]) expect(results.every((r) => r?.created)).toBe(true);
+      // Both batches' mentions of a thread landed in its one chat.
+      for (let i = 0; i < threads.length; i += 1) expect(a[i]!.chatId).toBe(b[threads.length - 1 - i]!.chatId);
+      expect(new Set(a.map((r) => r!.chatId)).size).toBe(threads.length);
+    }
+    const chats = await handle.db.selectFrom('chats').select('thread_ts').where('team_id', '=', teamId).execute();
+    expect(chats).toHaveLength(120);
+  });
+
+  it('writes the same job rows as graphile-worker\'s add_job, with no NOTIFY in the acknowledged commit; the waker sends one after it', async () => {
     const listener = new pg.Client(databaseUrl);
     await listener.connect();
     const heard: string[] = [];
@@ -122,18 +137,18 @@ describe('enqueueSlackTriggers', () => {
     try {
       const teamId = `T${hex().toUpperCase()}`;
       const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
-      // The notifying path: add_job's own NOTIFY arrives.
-      await enqueueSlackTriggers(handle.db, [mention(teamId, 'CLOUD', '1733150009.000100')]);
+      // The acknowledged write: nothing heard, until the waker speaks (once, for both jobs).
+      const quiet = await enqueueSlackTriggers(handle.db, [mention(teamId, 'CQ1', '1733150009.000200'), mention(teamId, 'CQ2', '1733150009.000300')]);
       await settle();
-      expect(heard).toHaveLength(1);
-      // The quiet path: nothing, until the waker speaks (once, for both jobs).
-      const quiet = await enqueueSlackTriggers(handle.db, [mention(teamId, 'CQ1', '1733150009.000200'), mention(teamId, 'CQ2', '1733150009.000300')], { quiet: true });
-      await settle();
-      expect(heard).toHaveLength(1);
+      expect(heard).toHaveLength(0);
       createWorkerWaker(handle.db, pino({ level: 'silent' })).wake(quiet.filter((r) => r?.created).length);
-      await waitUntil(() => (heard.length === 2 ? true : undefined), 5_000, 'the wake-up');
-      expect(JSON.parse(heard[1]!)).toMatchObject({ count: 2, ingest: true });
-      // Both paths wrote the same kind of job: task, queue per chat, key per trigger, payload, attempts.
+      await waitUntil(() => (heard.length === 1 ? true : undefined), 5_000, 'the wake-up');
+      expect(JSON.parse(heard[0]!)).toMatchObject({ count: 2, ingest: true });
+      // For comparison, a turn job written by graphile-worker's own add_job (which notifies).
+      const reference = await enqueueTrigger(handle.db, { create: true, channelId: 'CREF', threadTs: '1733150009.000100', ownerUserId: 'UOWNER' }, mention(teamId, 'CREF', '1733150009.000100').input);
+      expect(reference?.created).toBe(true);
+      await waitUntil(() => (heard.length === 2 ? true : undefined), 5_000, 'add_job\'s own NOTIFY');
+      // Both wrote the same kind of job: task, queue per chat, key per trigger, payload, attempts.
       const rows = await sql<{ task: string; queue: string; key: string; payload: unknown; max_attempts: number; chat: string; trigger: string }>`
         select t.identifier as task, q.queue_name as queue, j.key, j.payload, j.max_attempts, tr.chat_id::text as chat, tr.id::text as trigger
         from graphile_worker._private_jobs j
