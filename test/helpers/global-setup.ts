@@ -1,7 +1,7 @@
 // Starts one embedded PostgreSQL for the whole test run (each test file creates its own database on
 // it), and compiles the sources once for the tests' child processes (test/kit/compiled.ts).
 import type { TestProject } from 'vitest/node';
-import { compileForTests } from '../kit/compiled.js';
+import { compileForTests, removeStaleBuilds } from '../kit/compiled.js';
 import { startPrivatePostgres } from '../kit/database.js';
 
 declare module 'vitest' {
@@ -14,11 +14,15 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  await removeStaleBuilds();
   const [postgres, build] = await Promise.all([startPrivatePostgres({ folderPrefix: 'verdict-bot-test-pg-' }), compileForTests(`.test-build-${process.pid}`)]);
   project.provide('pgAdminUrl', postgres.server.url);
   project.provide('compiledRoot', build.root);
   return async () => {
-    await postgres.stop();
-    await build.remove();
+    try {
+      await build.remove();
+    } finally {
+      await postgres.stop();
+    }
   };
 }

@@ -1,11 +1,12 @@
 // The tests' child processes run the sources compiled once per run (test/kit/compiled.ts): checked
 // here so that a broken compile cannot silently send every process test back through tsx.
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { inject, describe, expect, it } from 'vitest';
-import { compiled, nodeArgs, ROOT } from './compiled.js';
+import { compiled, nodeArgs, removeStaleBuilds, ROOT } from './compiled.js';
 
 describe('the sources compiled for the tests', () => {
   it('runs the bot, the sandbox CLI and the fixtures from the run\'s compiled folder, as JavaScript', async () => {
@@ -30,5 +31,14 @@ describe('the sources compiled for the tests', () => {
     const failure = await run(process.execPath, await nodeArgs('src/main.ts'), { cwd: ROOT, env: { PATH: process.env.PATH ?? '' } }).catch((error: { code: number; stdout: string; stderr: string }) => error);
     expect('code' in failure ? failure.code : 0).not.toBe(0);
     expect(`${failure.stdout}${failure.stderr}`).toMatch(/SLACK_BOT_TOKEN/);
+  });
+
+  it('removes the folder of a run whose process is gone, and keeps this run\'s', async () => {
+    const gone = spawnSync('true').pid!;
+    const stale = path.join(ROOT, `.test-build-${gone}`);
+    await mkdir(path.join(stale, 'src'), { recursive: true });
+    await removeStaleBuilds();
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(inject('compiledRoot'))).toBe(true);
   });
 });

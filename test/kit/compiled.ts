@@ -3,12 +3,13 @@
 // run. tsx compiles each module with esbuild as it is imported, in loader hooks that Node 20 runs on
 // a thread of their own; a bot start (a parent and two role processes) spent most of its CPU there.
 // The test run's global setup compiles `src/`, `migrations/` and the tests' fixtures with that same
-// esbuild transform, once, and the tests start plain node on the output. `npm start` itself (tsx)
-// stays covered by the start-up tests, which run it as a user does.
+// esbuild transform, once, and the tests start plain node on the output. The start-up tests that
+// stand for `npm start` still run `src/main.ts` through tsx.
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { isRunning } from './proc.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -35,6 +36,14 @@ export async function compileForTests(folder: string): Promise<{ root: string; r
     logLevel: 'error',
   });
   return { root, remove: () => rm(root, { recursive: true, force: true }) };
+}
+
+/** Removes the compiled folders of earlier runs whose process is gone (a run killed before its teardown). */
+export async function removeStaleBuilds(): Promise<void> {
+  for (const name of await readdir(ROOT)) {
+    const pid = /^\.test-build-(\d+)$/.exec(name)?.[1];
+    if (pid && !isRunning(Number(pid))) await rm(path.join(ROOT, name), { recursive: true, force: true });
+  }
 }
 
 /** The folder compiled for this test run (inside vitest), else undefined (chaos scripts and benches run alone). */
