@@ -1,10 +1,10 @@
 // The web role's acknowledged write of Slack events as one function: for each event, in thread-key
 // order (so two batches lock shared chats in the same order), the chat upserted (or looked up for a
-// reply), the trigger inserted unless its dedupe key was seen, and its turn job written as
-// enqueue_turn_jobs_quietly writes it (graphile-worker 0.16's rows, no NOTIFY). The same rows in
-// the same transaction as the one set-based statement it replaces (src/store/triggers.ts), but each
-// step is a one-row statement whose plan the function keeps: that statement spent about as long
-// being planned as being run, on every ack (docs/performance.md, issue 18).
+// reply) and the trigger inserted unless its dedupe key was seen; then the new triggers' turn jobs,
+// written by enqueue_turn_jobs_quietly (migration 2026-12-05-005: graphile-worker's rows, no
+// NOTIFY). The same rows in the same transaction as the one set-based statement it replaces
+// (src/store/triggers.ts), but each step is a one-row statement whose plan the function keeps: that
+// statement spent about as long being planned as being run, on every ack (docs/performance.md, issue 18).
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
@@ -16,10 +16,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     language plpgsql as $$
     declare
       e record;
-      task int;
+      new_triggers text[] := '{}';
+      new_chats text[] := '{}';
     begin
-      insert into graphile_worker._private_tasks (identifier) values ('run_turn') on conflict do nothing;
-      select t.id into task from graphile_worker._private_tasks t where t.identifier = 'run_turn';
       for e in
         select i.* from unnest(team_ids, channel_ids, thread_tss, owner_user_ids, can_create, kinds, dedupe_keys, user_ids, payloads)
           with ordinality as i(team_id, channel_id, thread_ts, owner_user_id, can_create, kind, dedupe_key, user_id, payload, n)
@@ -44,17 +43,16 @@ export async function up(db: Kysely<any>): Promise<void> {
             on conflict on constraint triggers_dedupe do nothing
             returning t.id into trigger_id;
           if trigger_id is null then
+            -- A statement of its own, so it sees a concurrent delivery that committed while the insert waited.
             select t.id into existing_id from triggers t where t.team_id = e.team_id and t.dedupe_key = e.dedupe_key;
           else
-            insert into graphile_worker._private_job_queues (queue_name) values ('chat:' || chat_id) on conflict do nothing;
-            insert into graphile_worker._private_jobs (job_queue_id, task_id, payload, run_at, max_attempts, key, priority)
-              select q.id, task, json_build_object('triggerId', trigger_id::text), now(), ingest_slack_triggers.max_attempts, 'trigger:' || trigger_id, 0
-              from graphile_worker._private_job_queues q where q.queue_name = 'chat:' || chat_id
-              on conflict (key) do nothing;
+            new_triggers := new_triggers || trigger_id::text;
+            new_chats := new_chats || chat_id::text;
           end if;
         end if;
         return next;
       end loop;
+      perform enqueue_turn_jobs_quietly(new_triggers, new_chats, max_attempts);
     end $$
   `.execute(db);
 }

@@ -34,10 +34,9 @@ export interface WebRoleOptions {
 /**
  * Slack events that arrive while earlier ones are being written share the next statement (group
  * commit), as webhooks do: under a burst one commit answers many acks, and none is answered before
- * its trigger is durable. At most `SLACK_INGEST_SLOTS` connections write at once: one, since the
- * write takes under a millisecond (ingest_slack_triggers); with two, each ack at 200/s committed on
- * its own, and the ack's p99 with turns running was higher in each of three paired runs
- * (docs/performance.md, issue 18).
+ * its trigger is durable. At most `SLACK_INGEST_SLOTS` connections write at once: one. The write
+ * takes under a millisecond (ingest_slack_triggers), and in six paired runs at 200/s with turns
+ * running the ack's p99 was lower with one slot than with two in five (docs/performance.md, issue 18).
  */
 const SLACK_INGEST_BATCH = 64;
 const SLACK_INGEST_SLOTS = 1;

@@ -146,30 +146,13 @@ export async function enqueueSlackTriggers(
     select ord::text, chat_id::text, trigger_id::text, existing_id::text from ingested order by ord
   `.execute(db);
   if (result.rows.length !== items.length) throw new Error(`ingest returned ${result.rows.length} rows for ${items.length} Slack events`);
-  const claimed = new Set<string>();
-  return Promise.all(
-    result.rows.map(async (row, index): Promise<EnqueueResult | undefined> => {
-      if (!row.chat_id) return undefined;
-      if (row.trigger_id && !claimed.has(row.trigger_id)) {
-        claimed.add(row.trigger_id);
-        return { chatId: row.chat_id, triggerId: row.trigger_id, created: true };
-      }
-      if (row.trigger_id) return { chatId: row.chat_id, triggerId: row.trigger_id, created: false };
-      const input = items[index]!.input;
-      // A concurrent delivery of the same input may have committed after this statement's snapshot.
-      const existing =
-        row.existing_id ??
-        (
-          await db
-            .selectFrom('triggers')
-            .select('id')
-            .where('team_id', '=', input.teamId)
-            .where('dedupe_key', '=', input.dedupeKey)
-            .executeTakeFirstOrThrow()
-        ).id;
-      return { chatId: row.chat_id, triggerId: existing, created: false };
-    }),
-  );
+  return result.rows.map((row, index): EnqueueResult | undefined => {
+    if (!row.chat_id) return undefined;
+    if (row.trigger_id) return { chatId: row.chat_id, triggerId: row.trigger_id, created: true };
+    // The function reads the stored trigger whenever its insert found the dedupe key taken.
+    if (!row.existing_id) throw new Error(`ingest stored no trigger and found none for ${items[index]!.input.dedupeKey}`);
+    return { chatId: row.chat_id, triggerId: row.existing_id, created: false };
+  });
 }
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
