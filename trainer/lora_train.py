@@ -2,7 +2,7 @@
 
 Usage:
   lora_train.py --spec spec.json      train; progress as JSON lines on stdout
-  lora_train.py --check               prints {"torch": version} when torch and numpy import
+  lora_train.py --check               prints {"torch", "numpy", "cuda"} when both are installed
   lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N]
                                       greedy continuation token ids (checks the forward pass)
 
@@ -264,6 +264,30 @@ def generate(args):
     print(json.dumps({"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))}))
 
 
+def check():
+    """Prints {"torch", "numpy", "cuda"} when both are installed, without importing torch unless its
+    build has a GPU backend: the import takes about 1.3 CPU-s, and a CPU-only build answers "no CUDA"
+    from its own version record (torch/version.py: `cuda` and `hip` are None)."""
+    import importlib.util
+
+    import numpy
+
+    torch_spec = importlib.util.find_spec("torch")
+    if torch_spec is None or not torch_spec.submodule_search_locations:
+        print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr)
+        return 1
+    record = importlib.util.spec_from_file_location(
+        "torch_version_record", os.path.join(torch_spec.submodule_search_locations[0], "version.py"))
+    version = importlib.util.module_from_spec(record)
+    record.loader.exec_module(version)
+    cuda = False
+    if getattr(version, "cuda", None) is not None or getattr(version, "hip", None) is not None:
+        import torch
+        cuda = bool(torch.cuda.is_available())
+    print(json.dumps({"torch": version.__version__, "numpy": numpy.__version__, "cuda": cuda}))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="LoRA trainer for GGUF models (PyTorch, CPU or CUDA)")
     parser.add_argument("--spec")
@@ -278,11 +302,7 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
     if args.check:
-        import numpy
-        import torch
-        print(json.dumps({"torch": torch.__version__, "numpy": numpy.__version__,
-                          "cuda": bool(torch.cuda.is_available())}))
-        return 0
+        return check()
     if args.generate:
         generate(args)
         return 0

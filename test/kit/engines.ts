@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { TRAINER_SCRIPT } from '../../src/platform/engines/pytorch-trainer.js';
 
 /** Where shared/models/stories260K.gguf may be: beside the repository (/work/main), or beside the worktrees' folder (/work/wt/x). */
 const STORIES_MODEL_PLACES = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf'].map((relative) =>
@@ -22,12 +23,12 @@ export function storiesModelFile(): string {
 /** Benchmark 501, the fixture the loops on stories260K run. */
 export const BENCHMARK_501_FILE = path.resolve(import.meta.dirname, '../e2e/fixtures/benchmarks/501.jsonl');
 
-/** The first of TRAINER_PYTHON, python3 and /usr/bin/python3 that imports torch and numpy, or null. */
+/** The first of TRAINER_PYTHON, python3 and /usr/bin/python3 that passes the trainer's own check (torch and numpy installed), or null. */
 export function pythonWithTorch(): string | null {
   for (const python of [process.env.TRAINER_PYTHON, 'python3', '/usr/bin/python3']) {
     if (!python) continue;
     try {
-      execFileSync(python, ['-c', 'import torch, numpy'], { stdio: 'ignore', timeout: 60_000 });
+      execFileSync(python, [TRAINER_SCRIPT, '--check'], { stdio: 'ignore', timeout: 60_000 });
       return python;
     } catch {
       // next one
@@ -40,7 +41,7 @@ export function pythonWithTorch(): string | null {
 export function pythonWithoutTorch(): string | null {
   for (const python of ['python3', 'python']) {
     try {
-      execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
+      execFileSync(python, [TRAINER_SCRIPT, '--check'], { stdio: 'ignore', timeout: 60_000 });
     } catch (error) {
       if ((error as { status?: number }).status === 1) return python;
     }

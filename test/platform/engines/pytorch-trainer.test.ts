@@ -1,6 +1,6 @@
 // The bundled PyTorch LoRA trainer on a real model: forward pass as llama.cpp, training that changes answers, supervision.
 import { execFile, spawn } from 'node:child_process';
-import { chmod, copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +10,7 @@ import {
   TRAINER_SCRIPT,
   completionPromptTokens,
   createPytorchTrainer,
+  cudaMissingReason,
   tokenizeExample,
 } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
@@ -131,6 +132,56 @@ describe('PyTorch trainer availability', () => {
     const availability = await createPytorchTrainer({ python: path.join(dir, 'no-such-python'), threads: 1 }).availability();
     expect(availability.ok).toBe(false);
     expect(availability.ok ? '' : availability.reason).toContain('no-such-python was not found');
+  });
+
+  /** A python that finds, before its own, a torch package made of `files` (the real numpy stays). */
+  async function pythonWithFakeTorch(name: string, files: Record<string, string>): Promise<string> {
+    const site = path.join(dir, `${name}-site`);
+    await mkdir(path.join(site, 'torch'), { recursive: true });
+    for (const [file, text] of Object.entries(files)) await writeFile(path.join(site, 'torch', file), text);
+    const python = path.join(dir, name);
+    await writeFile(python, `#!/bin/sh\nPYTHONPATH=${site} exec ${pythonFound} "$@"\n`);
+    await chmod(python, 0o755);
+    return python;
+  }
+
+  it.skipIf(!pythonFound)('answers from the build record of a CPU-only torch without importing it, and imports a GPU build to ask it', async () => {
+    // Importing torch costs about 1.3 CPU-s; a CPU-only build says "no CUDA" in torch/version.py.
+    const cpuOnly = await pythonWithFakeTorch('python-cpu-torch', {
+      '__init__.py': 'raise ImportError("this torch is broken")\n',
+      'version.py': "__version__ = '9.8.7+cpu'\ndebug = False\ncuda = None\nhip = None\n",
+    });
+    expect(await createPytorchTrainer({ python: cpuOnly, threads: 1 }).availability()).toEqual({ ok: true });
+    const refused = await createPytorchTrainer({ python: cpuOnly, threads: 1, device: 'cuda' }).availability();
+    expect(refused.ok ? '' : refused.reason).toBe(cudaMissingReason(cpuOnly, '9.8.7+cpu'));
+    // A torch that is there but does not import fails the training with its import error.
+    const datasetPath = path.join(dir, 'broken-torch.jsonl');
+    await writeFile(datasetPath, `${JSON.stringify({ prompt: 'Once upon a time', completion: ' there' })}\n`);
+    const job = await createPytorchTrainer({ python: cpuOnly, threads: 1 }).start(
+      {
+        jobId: 'broken-torch',
+        baseModelPath: storiesModelFile(),
+        datasetPath,
+        adapterPath: path.join(dir, 'broken-torch.gguf'),
+        workDir: path.join(dir, 'broken-torch'),
+        hyperparameters: DEFAULT_LORA_HYPERPARAMETERS,
+        threads: 1,
+      },
+      () => undefined,
+    );
+    expect(await job.done).toEqual({ type: 'failed', message: 'training failed: ImportError: this torch is broken' });
+
+    const gpuBuild = (available: boolean) => ({
+      '__init__.py': `class cuda:\n    @staticmethod\n    def is_available():\n        return ${available ? 'True' : 'False'}\n`,
+      'version.py': "__version__ = '9.8.7+cu121'\ndebug = False\ncuda = '12.1'\nhip = None\n",
+    });
+    const withGpu = createPytorchTrainer({ python: await pythonWithFakeTorch('python-gpu-torch', gpuBuild(true)), threads: 1 });
+    expect(await withGpu.availability()).toEqual({ ok: true });
+    expect(withGpu.label).toBe('PyTorch LoRA, CUDA');
+    const noGpu = await pythonWithFakeTorch('python-gpu-torch-no-gpu', gpuBuild(false));
+    const withoutGpu = createPytorchTrainer({ python: noGpu, threads: 1, device: 'cuda' });
+    const noDevice = await withoutGpu.availability();
+    expect(noDevice.ok ? '' : noDevice.reason).toBe(cudaMissingReason(noGpu, '9.8.7+cu121'));
   });
 });
 
