@@ -111,6 +111,16 @@ async function load(server: BotProcess, secret: string): Promise<Measured> {
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies), ok, failed, maxLagMs: run.maxLagMs };
 }
 
+async function turnsDone(databaseUrl: string): Promise<number> {
+  const client = new pg.Client(databaseUrl);
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>("select count(*) as n from triggers where kind = 'mention' and status = 'done'")).rows[0]!.n);
+  } finally {
+    await client.end();
+  }
+}
+
 const ratio = (values: number[]) => `${fmt(median(values), 2)}x  [${values.map((x) => fmt(x, 2)).join(', ')}]`;
 
 export async function main(): Promise<void> {
@@ -149,9 +159,38 @@ export async function main(): Promise<void> {
       // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what each role's Postgres backends wait on during the load.
       const waits = await sampleWaits(databaseUrl);
       watch = await watchBackground(postgres.server.url, 'bot');
+      // Diagnostic: BENCH_ACK_FLOOR_WITH_TURNS=1 measures the floor again right after the bot's load,
+      // while the worker goes on with the turns that load started: the floor with the turns running (the
+      // drain time printed for the run then includes this second floor load).
+      const floorWithTurns =
+        process.env.BENCH_ACK_FLOOR_WITH_TURNS === '1' && !ackOnly
+          ? await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: await postgres.createDatabase('floor') }, { script: 'bench/bare-bolt-server.ts' })
+          : undefined;
+      const doneAtLoad = floorWithTurns ? await turnsDone(databaseUrl) : 0;
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
       await watch.stop();
       await waits.stop();
+      if (floorWithTurns) {
+        const doneBefore = await turnsDone(databaseUrl);
+        console.log(`    the bot's turns finished during its own load (warm-up included): ${doneBefore - doneAtLoad}`);
+        // The web role's wake-ups say how many events it acknowledged, and the worker yields to that
+        // rate (src/jobs/ingest-yield.ts): sent here at the same rate, the worker runs its turns as it
+        // did during the bot's load, one at a time, and not at full concurrency.
+        const notifier = new pg.Client(databaseUrl);
+        await notifier.connect();
+        const ingestRate = setInterval(() => {
+          void notifier.query("select pg_notify('jobs:insert', $1)", [JSON.stringify({ r: Math.random(), count: RATE / 10, ingest: true })]).catch(() => undefined);
+        }, 100);
+        const d = await load(floorWithTurns, env.SLACK_SIGNING_SECRET!);
+        clearInterval(ingestRate);
+        await notifier.end();
+        const doneDuring = (await turnsDone(databaseUrl)) - doneBefore;
+        await floorWithTurns.stop();
+        console.log(
+          `    the floor with the bot's turns running: p50 ${fmt(d.p50, 2)} p99 ${fmt(d.p99, 2)} max ${fmt(d.max)} ms (lag ${fmt(d.maxLagMs)}), ` +
+            `${doneDuring} turns finished meanwhile; p99 bot/this floor ${fmt(m.p99 / d.p99, 2)}x`,
+        );
+      }
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
       // Every acknowledged event must become exactly one trigger and (with the worker) one finished turn.
