@@ -276,15 +276,20 @@ def check():
     if torch_spec is None or not torch_spec.submodule_search_locations:
         print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr)
         return 1
-    record = importlib.util.spec_from_file_location(
-        "torch_version_record", os.path.join(torch_spec.submodule_search_locations[0], "version.py"))
-    version = importlib.util.module_from_spec(record)
-    record.loader.exec_module(version)
-    cuda = False
-    if getattr(version, "cuda", None) is not None or getattr(version, "hip", None) is not None:
-        import torch
-        cuda = bool(torch.cuda.is_available())
-    print(json.dumps({"torch": version.__version__, "numpy": numpy.__version__, "cuda": cuda}))
+    record_path = os.path.join(torch_spec.submodule_search_locations[0], "version.py")
+    version = None
+    if os.path.isfile(record_path):
+        record = importlib.util.spec_from_file_location("torch_version_record", record_path)
+        version = importlib.util.module_from_spec(record)
+        record.loader.exec_module(version)
+    recorded = getattr(version, "__version__", None)
+    if recorded is not None and getattr(version, "cuda", None) is None and getattr(version, "hip", None) is None:
+        print(json.dumps({"torch": recorded, "numpy": numpy.__version__, "cuda": False}))
+        return 0
+    import torch  # a GPU build (or a torch without its build record): torch itself knows
+
+    print(json.dumps({"torch": recorded or torch.__version__, "numpy": numpy.__version__,
+                      "cuda": bool(torch.cuda.is_available())}))
     return 0
 
 

@@ -145,7 +145,7 @@ describe('PyTorch trainer availability', () => {
     return python;
   }
 
-  it.skipIf(!pythonFound)('answers from the build record of a CPU-only torch without importing it, and imports a GPU build to ask it', async () => {
+  it.skipIf(!pythonFound)('answers from the build record of a CPU-only torch without importing it, and imports a GPU build (or one without a record) to ask it', async () => {
     // Importing torch costs about 1.3 CPU-s; a CPU-only build says "no CUDA" in torch/version.py.
     const cpuOnly = await pythonWithFakeTorch('python-cpu-torch', {
       '__init__.py': 'raise ImportError("this torch is broken")\n',
@@ -178,6 +178,10 @@ describe('PyTorch trainer availability', () => {
     const withGpu = createPytorchTrainer({ python: await pythonWithFakeTorch('python-gpu-torch', gpuBuild(true)), threads: 1 });
     expect(await withGpu.availability()).toEqual({ ok: true });
     expect(withGpu.label).toBe('PyTorch LoRA, CUDA');
+    // Without a build record, torch itself is asked.
+    const unrecorded = createPytorchTrainer({ python: await pythonWithFakeTorch('python-torch-no-record', { '__init__.py': `__version__ = '9.8.7'\n${gpuBuild(true)['__init__.py']}` }), threads: 1 });
+    expect(await unrecorded.availability()).toEqual({ ok: true });
+    expect(unrecorded.label).toBe('PyTorch LoRA, CUDA');
     const noGpu = await pythonWithFakeTorch('python-gpu-torch-no-gpu', gpuBuild(false));
     const withoutGpu = createPytorchTrainer({ python: noGpu, threads: 1, device: 'cuda' });
     const noDevice = await withoutGpu.availability();
