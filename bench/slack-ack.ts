@@ -9,6 +9,9 @@ import pg from 'pg';
 import { appMention } from '../test/kit/fakes/slack/index.js';
 import { startRemoteFakes } from './remote-fakes.js';
 import { generateWebhookSecret } from '../src/platform/webhooks.js';
+import { createDb } from '../src/store/db.js';
+import { createWorkerWaker } from '../src/store/wake-workers.js';
+import { createLogger } from '../src/logger.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
@@ -111,14 +114,16 @@ async function load(server: BotProcess, secret: string): Promise<Measured> {
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies), ok, failed, maxLagMs: run.maxLagMs };
 }
 
-async function turnsDone(databaseUrl: string): Promise<number> {
-  const client = new pg.Client(databaseUrl);
-  await client.connect();
-  try {
-    return Number((await client.query<{ n: string }>("select count(*) as n from triggers where kind = 'mention' and status = 'done'")).rows[0]!.n);
-  } finally {
-    await client.end();
-  }
+/** What became of the acknowledged events in the bot's database: triggers, finished ones, turns, queued turn jobs. */
+async function counts(client: pg.Client) {
+  return (
+    await client.query<{ triggers: string; done: string; turns: string; distinct_turns: string; jobs: string }>(`
+      select (select count(*) from triggers where kind = 'mention') as triggers,
+             (select count(*) from triggers where kind = 'mention' and status = 'done') as done,
+             (select count(*) from turns) as turns,
+             (select count(distinct trigger_id) from turns) as distinct_turns,
+             (select count(*) from graphile_worker._private_jobs where task_id = (select id from graphile_worker._private_tasks where identifier = 'run_turn')) as jobs`)
+  ).rows[0]!;
 }
 
 const ratio = (values: number[]) => `${fmt(median(values), 2)}x  [${values.map((x) => fmt(x, 2)).join(', ')}]`;
@@ -166,25 +171,26 @@ export async function main(): Promise<void> {
         process.env.BENCH_ACK_FLOOR_WITH_TURNS === '1' && !ackOnly
           ? await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: await postgres.createDatabase('floor') }, { script: 'bench/bare-bolt-server.ts' })
           : undefined;
-      const doneAtLoad = floorWithTurns ? await turnsDone(databaseUrl) : 0;
+      const client = new pg.Client(databaseUrl);
+      await client.connect();
+      const turnsDone = async () => Number((await counts(client)).done);
+      const doneAtLoad = floorWithTurns ? await turnsDone() : 0;
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
       await watch.stop();
       await waits.stop();
       if (floorWithTurns) {
-        const doneBefore = await turnsDone(databaseUrl);
+        const doneBefore = await turnsDone();
         console.log(`    the bot's turns finished during its own load (warm-up included): ${doneBefore - doneAtLoad}`);
         // The web role's wake-ups say how many events it acknowledged, and the worker yields to that
-        // rate (src/jobs/ingest-yield.ts): sent here at the same rate, the worker runs its turns as it
-        // did during the bot's load, one at a time, and not at full concurrency.
-        const notifier = new pg.Client(databaseUrl);
-        await notifier.connect();
-        const ingestRate = setInterval(() => {
-          void notifier.query("select pg_notify('jobs:insert', $1)", [JSON.stringify({ r: Math.random(), count: RATE / 10, ingest: true })]).catch(() => undefined);
-        }, 100);
+        // rate (src/jobs/ingest-yield.ts): sent here by the web role's own waker at the same rate, the
+        // worker runs its turns as it did during the bot's load, one at a time, not at full concurrency.
+        const notifier = createDb(databaseUrl, { max: 1 });
+        const waker = createWorkerWaker(notifier.db, createLogger({ level: 'warn' }));
+        const ingestRate = setInterval(() => waker.wake(RATE / 10), 100);
         const d = await load(floorWithTurns, env.SLACK_SIGNING_SECRET!);
         clearInterval(ingestRate);
-        await notifier.end();
-        const doneDuring = (await turnsDone(databaseUrl)) - doneBefore;
+        await notifier.close();
+        const doneDuring = (await turnsDone()) - doneBefore;
         await floorWithTurns.stop();
         console.log(
           `    the floor with the bot's turns running: p50 ${fmt(d.p50, 2)} p99 ${fmt(d.p99, 2)} max ${fmt(d.max)} ms (lag ${fmt(d.maxLagMs)}), ` +
@@ -194,17 +200,7 @@ export async function main(): Promise<void> {
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
       // Every acknowledged event must become exactly one trigger and (with the worker) one finished turn.
-      const client = new pg.Client(databaseUrl);
-      await client.connect();
-      const count = async () =>
-        (
-          await client.query<{ triggers: string; done: string; turns: string; distinct_turns: string; jobs: string }>(`
-            select (select count(*) from triggers where kind = 'mention') as triggers,
-                   (select count(*) from triggers where kind = 'mention' and status = 'done') as done,
-                   (select count(*) from turns) as turns,
-                   (select count(distinct trigger_id) from turns) as distinct_turns,
-                   (select count(*) from graphile_worker._private_jobs where task_id = (select id from graphile_worker._private_tasks where identifier = 'run_turn')) as jobs`)
-        ).rows[0]!;
+      const count = () => counts(client);
       const drainStart = performance.now();
       const final = ackOnly
         ? await count()
