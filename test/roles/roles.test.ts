@@ -276,8 +276,8 @@ describe('Slack ingest by group commit', () => {
 
     // Durability: at the moment each ack arrives, its trigger is already committed (visible to another connection).
     const second = await startWeb();
-    const checker = new pg.Client(databaseUrl);
-    await checker.connect();
+    // A pool, so each check runs as its ack arrives rather than queued behind the others on one connection.
+    const checker = new pg.Pool({ connectionString: databaseUrl, max: 10 });
     const missingAtAck: string[] = [];
     await Promise.all(
       Array.from({ length: N }, async (_, i) => {
