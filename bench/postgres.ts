@@ -101,6 +101,8 @@ export async function printStatements(adminUrl: string, databaseUrl: string, per
         [name, top],
       )
     ).rows;
+    const commits = (await client.query<{ commits: string }>('select xact_commit::text as commits from pg_stat_database where datname = $1', [name])).rows[0]!.commits;
+    console.log(`    transactions committed on ${name} per unit: ${(Number(commits) / per).toFixed(2)}`);
     console.log(`    statements on ${name}, calls per unit (${per} units) / total ms:`);
     for (const row of rows) console.log(`    ${(Number(row.calls) / per).toFixed(2).padStart(8)} ${row.ms.toFixed(0).padStart(7)} ms  ${row.query}`);
   } finally {

@@ -54,7 +54,8 @@ interface Measured {
 
 /**
  * Diagnostic (BENCH_BACKGROUND=1): what the server did in the background during a segment, sampled every 250 ms and
- * printed: checkpoints started, samples with the checkpointer busy, samples with an autovacuum worker running.
+ * printed: checkpoints started, samples with the checkpointer busy, samples with an autovacuum worker running, and the WAL
+ * the server wrote meanwhile (bytes, records, full-page images, and the most frequent kinds of record).
  */
 async function watchBackground(adminUrl: string, segment: string): Promise<{ stop(): Promise<void> }> {
   if (process.env.BENCH_BACKGROUND !== '1') return { stop: async () => undefined };
@@ -63,6 +64,10 @@ async function watchBackground(adminUrl: string, segment: string): Promise<{ sto
   const query = `select (select num_timed + num_requested from pg_stat_checkpointer) as checkpoints,
        (select count(*) from pg_stat_activity where backend_type = 'checkpointer' and wait_event is distinct from 'CheckpointerMain') as checkpointing,
        (select count(*) from pg_stat_activity where backend_type = 'autovacuum worker') as autovacuum`;
+  const wal = `select wal_records::float8 as records, wal_fpi::float8 as fpi, wal_bytes::float8 as bytes from pg_stat_wal`;
+  const walBefore = (await client.query<{ records: number; fpi: number; bytes: number }>(wal)).rows[0]!;
+  await client.query('create extension if not exists pg_walinspect');
+  const lsnBefore = (await client.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')).rows[0]!.lsn;
   const first = (await client.query<{ checkpoints: string }>(query)).rows[0]!;
   let samples = 0;
   let checkpointing = 0;
@@ -83,8 +88,24 @@ async function watchBackground(adminUrl: string, segment: string): Promise<{ sto
   return {
     stop: async () => {
       clearInterval(timer);
+      const walAfter = (await client.query<{ records: number; fpi: number; bytes: number }>(wal)).rows[0]!;
+      // The kinds of record that made that WAL (pg_walinspect ships with Postgres; the bench's own server).
+      const kinds =
+        walAfter.records - walBefore.records > 1000
+          ? (
+              await client.query<{ kind: string; n: string; bytes: string }>(
+                `select "resource_manager/record_type" as kind, count::text as n, combined_size::text as bytes
+                 from pg_get_wal_stats($1::pg_lsn, pg_current_wal_insert_lsn(), true) order by count desc limit 8`,
+                [lsnBefore],
+              )
+            ).rows
+          : [];
       await client.end();
-      console.log(`    ${segment}: checkpoints ${last - Number(first.checkpoints)}, checkpointer busy ${checkpointing}/${samples}, autovacuum ${autovacuum}/${samples}`);
+      console.log(
+        `    ${segment}: checkpoints ${last - Number(first.checkpoints)}, checkpointer busy ${checkpointing}/${samples}, autovacuum ${autovacuum}/${samples}; ` +
+          `WAL ${fmt((walAfter.bytes - walBefore.bytes) / 1e6, 1)} MB, ${walAfter.records - walBefore.records} records, ${walAfter.fpi - walBefore.fpi} full-page images`,
+      );
+      for (const k of kinds) console.log(`      ${k.kind.padEnd(28)} ${k.n.padStart(8)} records ${(Number(k.bytes) / 1e6).toFixed(2).padStart(7)} MB`);
     },
   };
 }
