@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const ALL = ['analysis', 'startup', 'loop-cost', 'step-overhead', 'webhook-ingest', 'ingest-statement', 'slack-ack', 'scale'];
+const ALL = ['analysis', 'startup', 'loop-cost', 'step-overhead', 'webhook-ingest', 'ingest-statement', 'job-queues', 'slack-ack', 'scale'];
 const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ALL;
 const unknown = names.filter((n) => !ALL.includes(n));
 if (unknown.length > 0) {

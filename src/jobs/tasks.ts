@@ -5,6 +5,7 @@ import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
 import type { ButtonFeedback } from '../store/button-choices.js';
 import type { IngestYield } from './ingest-yield.js';
 import { reconcileOverdue } from './reconcile.js';
+import { removeEmptyChatQueues } from '../store/job-queues.js';
 import { BUTTON_FEEDBACK_TASK, PUBLISH_HOME_TASK, RECONCILE_TASK, RUN_TURN_TASK } from './task-names.js';
 
 export interface TaskDeps {
@@ -42,6 +43,9 @@ export function createTaskList(deps: TaskDeps): TaskList {
       overdueSeconds: deps.overdueSeconds,
       eventRetryAttempts: deps.eventRetryAttempts,
     });
+    // Chat queues left empty by finished turns: every job fetch locks each one (migration 2026-12-07-001).
+    const removed = await removeEmptyChatQueues(deps.turn.db);
+    if (removed > 0) deps.logger.debug({ removed }, 'removed empty chat job queues');
   };
   const publishHomeTask: Task = async (payload) => {
     const { teamId, userId, scope, page, csv } = payload as {

@@ -1,7 +1,7 @@
 // Buttons act once: the grants a post offers, stored with it, and the one atomic claim of a click.
 import { sql } from 'kysely';
 import type { ButtonGrant } from '../agent/reply.js';
-import { BUTTON_FEEDBACK_TASK, RUN_TURN_TASK } from '../jobs/task-names.js';
+import { BUTTON_FEEDBACK_TASK } from '../jobs/task-names.js';
 import { alreadyDoneText, type MadeChoice } from '../slack/blocks/button-choices.js';
 import type { OfferedChoice } from '../slack/blocks/reply.js';
 import type { Db } from './db.js';
@@ -138,8 +138,7 @@ export async function claimButtonClick(db: Db, click: ButtonClick, options: { ad
         returning id, chat_id
       ),
       turn_job as (
-        select graphile_worker.add_job(${RUN_TURN_TASK}, json_build_object('triggerId', inserted.id::text),
-          queue_name => 'chat:' || inserted.chat_id::text, job_key => 'trigger:' || inserted.id::text, max_attempts => ${options.maxAttempts ?? 25}::int)
+        select enqueue_turn_job(inserted.id::text, inserted.chat_id::text, ${options.maxAttempts ?? 25}::int)
         from inserted
       ),
       update_job as (

@@ -1,6 +1,5 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
-import { RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
 import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
 import { triggerFiles, type SharedFile } from './trigger-files.js';
@@ -30,18 +29,13 @@ export interface EnqueueResult {
  * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). `quiet`: no
  * NOTIFY in this transaction (migration 2026-12-05-005 says why); the caller must then
  * {@link import('./wake-workers.js').createWorkerWaker} after the commit, or the jobs wait for a poll.
+ * Both hold the lock that the clean-up of empty chat queues takes (migration 2026-12-07-001).
  */
 export function addJobFromInserted(maxAttempts: number, mode: 'notify' | 'quiet' = 'notify') {
   if (mode === 'quiet') {
     return sql`select enqueue_turn_jobs_quietly(array_agg(inserted.id::text), array_agg(inserted.chat_id::text), ${maxAttempts}::int) as added from inserted`;
   }
-  return sql`select graphile_worker.add_job(
-      ${RUN_TURN_TASK},
-      json_build_object('triggerId', inserted.id::text),
-      queue_name => 'chat:' || inserted.chat_id::text,
-      job_key => 'trigger:' || inserted.id::text,
-      max_attempts => ${maxAttempts}::int
-    ) from inserted`;
+  return sql`select enqueue_turn_job(inserted.id::text, inserted.chat_id::text, ${maxAttempts}::int) from inserted`;
 }
 
 /** SQL selecting the target chat's id, creating the chat when allowed. */
@@ -157,13 +151,7 @@ export async function enqueueSlackTriggers(
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
 export async function addTurnJob(db: Db, chatId: string, triggerId: string, maxAttempts = 25): Promise<void> {
-  await sql`select graphile_worker.add_job(
-      ${RUN_TURN_TASK},
-      json_build_object('triggerId', ${triggerId}::text),
-      queue_name => ${`chat:${chatId}`}::text,
-      job_key => ${`trigger:${triggerId}`}::text,
-      max_attempts => ${maxAttempts}::int
-    )`.execute(db);
+  await sql`select enqueue_turn_job(${triggerId}::text, ${chatId}::text, ${maxAttempts}::int)`.execute(db);
 }
 
 export async function getTrigger(db: Db, triggerId: string): Promise<Trigger | undefined> {
