@@ -2,9 +2,9 @@
 // graphile-worker queue, `chat:<id>`; graphile-worker 0.16 never deletes an empty queue, and every
 // job fetch locks every queue that is not running a job (its `get_job`: `... in (select id from
 // _private_job_queues where is_available for update skip locked)`). Each lock is a WAL record, so a
-// fetch cost 0.55 ms and 55 KB of WAL per thousand chats the bot had ever seen (28 ms and 2.7 MB at
-// 50,000; docs/performance.md), written by every turn, Home refresh and button job, and flushed by
-// the acks' commits behind them.
+// job cost about 0.6 ms and 55 KB of WAL per thousand chats the bot had ever seen (30 ms and 2.8 MB
+// at 50,000; bench/job-queues.ts, docs/performance.md), every turn, Home refresh and button job, and
+// the acks' commits flush that WAL too.
 //
 // graphile-worker's own clean-up (GC_JOB_QUEUES) races with an enqueue: its delete can remove a
 // queue between add_job's upsert of the queue and its insert of the job (the job is then lost, or
