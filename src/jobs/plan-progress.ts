@@ -1,9 +1,11 @@
 // The live plan message as jobs: a kick when a turn may have changed the plan, and, while a step runs
 // (or a write had to wait), a keyed poll that reschedules itself. Both run on one queue per chat, so
 // two writes of one message never race, in this process or another replica.
-import type { Task, TaskList, WorkerUtils } from 'graphile-worker';
+import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { PlanSyncResult } from '../slack/plan-message.js';
+import type { Db } from '../store/db.js';
+import { enqueueScopedJob } from '../store/job-queues.js';
 import { PLAN_PROGRESS_TASK } from './task-names.js';
 
 interface PlanProgressPayload {
@@ -19,26 +21,32 @@ export interface PlanProgressScheduler {
   kick(teamId: string, chatId: string): Promise<void>;
 }
 
-/** Jobs go through the worker's utils once the worker runs; before that, nothing is scheduled. */
-export function createPlanProgressScheduler(utils: () => WorkerUtils | undefined): PlanProgressScheduler {
+/**
+ * Jobs are added in SQL (src/store/job-queues.ts) rather than by graphile-worker's addJob: the
+ * sweep removes the chat's queue once it is empty, and an enqueue must hold its lock.
+ */
+export function createPlanProgressScheduler(db: Db): PlanProgressScheduler {
   return {
     kick: async (teamId, chatId) => {
       const payload = { teamId, chatId };
-      await utils()?.addJob(PLAN_PROGRESS_TASK, payload, { queueName: queueOf(payload), maxAttempts: 5 });
+      await enqueueScopedJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: queueOf(payload), maxAttempts: 5 });
     },
   };
 }
 
 export function createPlanProgressTasks(deps: {
+  db: Db;
   logger: Logger;
   sync(teamId: string, chatId: string): Promise<PlanSyncResult>;
 }): TaskList {
-  const task: Task = async (raw, helpers) => {
+  const task: Task = async (raw) => {
     const payload = raw as PlanProgressPayload;
     const result = await deps.sync(payload.teamId, payload.chatId);
     if (result.againInMs === undefined) return;
     // One pending poll per chat: a later reschedule replaces it (a running one keeps going and loses its key).
-    await helpers.addJob(PLAN_PROGRESS_TASK, payload, {
+    await enqueueScopedJob(deps.db, {
+      identifier: PLAN_PROGRESS_TASK,
+      payload,
       queueName: queueOf(payload),
       jobKey: pollKeyOf(payload),
       jobKeyMode: 'replace',

@@ -107,8 +107,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const sessions = new AgentSessions(slackClients.writer, logger, { intervalMs: pace.sessionStatusIntervalMs });
     cleanups.push(async () => sessions.close());
     const tools = createTools();
-    let jobs: WorkerHandle | undefined;
-    const planProgress = createPlanProgressScheduler(() => jobs?.utils);
+    const planProgress = createPlanProgressScheduler(db.db);
     // While the web role acknowledges a burst, turns run one at a time; a turn waiting on the model
     // gives its place up meanwhile (src/jobs/ingest-yield.ts).
     const ingest = createIngestYield();
@@ -151,12 +150,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           gate: ingest,
         }),
         ...createPlanProgressTasks({
+          db: db.db,
           logger,
           sync: (teamId, chatId) => syncPlanMessage({ db: db.db, clients: slackClients, platform, logger, scrubber, pace }, teamId, chatId),
         }),
       },
     });
-    jobs = worker;
     cleanups.push(() => worker.stop());
     // Stopping: jobs waiting for a burst to end run now, so the workers can finish them.
     cleanups.push(async () => ingest.close());

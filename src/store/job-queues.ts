@@ -32,3 +32,15 @@ export async function removeEmptyChatQueues(
   }
   return removed;
 }
+
+/**
+ * Adds a job to a per-chat queue other than the turns' (the live plan's), as graphile-worker's
+ * addJob does, holding the lock the clean-up takes (migration 2026-12-07-002).
+ */
+export async function enqueueScopedJob(
+  db: Db,
+  job: { identifier: string; payload: unknown; queueName: string; jobKey?: string; jobKeyMode?: 'replace' | 'preserve_run_at'; runAt?: Date; maxAttempts: number },
+): Promise<void> {
+  await sql`select enqueue_scoped_job(${job.identifier}::text, ${JSON.stringify(job.payload)}::json, ${job.queueName}::text,
+    ${job.jobKey ?? null}::text, ${job.jobKeyMode ?? null}::text, ${job.runAt ?? null}::timestamptz, ${job.maxAttempts}::int)`.execute(db);
+}
