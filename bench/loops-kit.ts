@@ -1,5 +1,5 @@
 // Runs N full loops (seed message -> verdict) against the bot in a child process, each in its own channel.
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -157,6 +157,7 @@ export async function runLoops(
       await slack.stop();
       await model.stop();
       await postgres.stop();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }

@@ -2,7 +2,7 @@
 // turns running) against a bare Bolt app and against the floor of our guarantee (bare Bolt + one
 // durable INSERT before the ack), measured in the same run; and every event -> exactly one turn.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -239,6 +239,8 @@ export async function main(): Promise<void> {
       // Diagnostic: BENCH_PG_STATEMENTS=1 prints the statements of this run's database per finished turn.
       await printStatements(postgres.server.url, databaseUrl, Math.max(1, Number(final.done)));
       await bot.stop();
+      // The bot's data and log folder: a bench keeps only the figures it printed.
+      await rm(dir, { recursive: true, force: true });
       const lost = ackOnly
         ? Math.abs(Number(final.triggers) - m.ok) + Math.abs(Number(final.jobs) - m.ok)
         : m.ok - Number(final.done) + (Number(final.turns) - Number(final.distinct_turns)) + Math.abs(Number(final.triggers) - m.ok);

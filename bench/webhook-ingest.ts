@@ -1,6 +1,6 @@
 // Sustained platform webhook ingest (verify, dedupe, enqueue) on embedded Postgres, with duplicates,
 // into the bot as npm start runs it (web and worker roles), with the turns those webhooks start running.
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -114,6 +114,8 @@ export async function main(): Promise<void> {
       ).rows[0]!;
       await client.end();
       await bot.stop();
+      // The bot's data and log folder: a bench keeps only the figures it printed.
+      await rm(dir, { recursive: true, force: true });
       const rate = sent / elapsed;
       rates.push(rate);
       const lost = unique - Number(row.triggers);
