@@ -6,10 +6,10 @@
 // esbuild transform, once, and the tests start plain node on the output. The start-up tests that
 // stand for `npm start` still run `src/main.ts` through tsx.
 import { existsSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { isRunning } from './proc.js';
+import { removeFoldersOfGoneProcesses } from './proc.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -39,12 +39,7 @@ export async function compileForTests(folder: string): Promise<{ root: string; r
 }
 
 /** Removes the compiled folders of earlier runs whose process is gone (a run killed before its teardown). */
-export async function removeStaleBuilds(): Promise<void> {
-  for (const name of await readdir(ROOT)) {
-    const pid = /^\.test-build-(\d+)$/.exec(name)?.[1];
-    if (pid && !isRunning(Number(pid))) await rm(path.join(ROOT, name), { recursive: true, force: true });
-  }
-}
+export const removeStaleBuilds = (): Promise<void> => removeFoldersOfGoneProcesses(ROOT, '.test-build-');
 
 /** The folder compiled for this test run (inside vitest), else undefined (chaos scripts and benches run alone). */
 async function compiledRoot(): Promise<string | undefined> {

@@ -1,5 +1,7 @@
 // Processes from /proc, for tests, scenarios and benches: a process's stat fields, its descendants, whether it still runs.
 import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
 
 /** Fields of /proc/<pid>/stat after the command name (which may hold spaces): [state, ppid, ...]; utime is index 11. */
 export function statFields(stat: string): string[] {
@@ -40,4 +42,13 @@ export function descendants(pid: number): number[] {
 export function isRunning(pid: number): boolean {
   const stat = readStat(pid);
   return stat !== undefined && statFields(stat)[0] !== 'Z';
+}
+
+/** Removes the folders `<prefix><pid>` in `parent` whose process is gone (a run killed before its teardown). */
+export async function removeFoldersOfGoneProcesses(parent: string, prefix: string): Promise<void> {
+  for (const name of await readdir(parent).catch(() => [] as string[])) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = name.slice(prefix.length);
+    if (/^\d+$/.test(pid) && !isRunning(Number(pid))) await rm(path.join(parent, name), { recursive: true, force: true });
+  }
 }

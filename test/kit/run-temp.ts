@@ -5,20 +5,17 @@
 // folder of the run's own, and removes it when the run ends. A run killed before its teardown
 // leaves its folder behind; the next run removes it (its process is gone). KEEP_TEST_TMP=1 keeps
 // the folder, to read a failed test's logs, and says where it is.
-import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { isRunning } from './proc.js';
+import { removeFoldersOfGoneProcesses } from './proc.js';
 
 const PREFIX = 'verdict-test-run-';
 
 /** Makes this run's temporary folder, under the system's, and sets TMPDIR to it (for the test processes the run starts after this). */
 export async function useRunTempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
   const parent = os.tmpdir();
-  for (const name of await readdir(parent).catch(() => [] as string[])) {
-    const pid = new RegExp(`^${PREFIX}(\\d+)$`).exec(name)?.[1];
-    if (pid && !isRunning(Number(pid))) await rm(path.join(parent, name), { recursive: true, force: true });
-  }
+  await removeFoldersOfGoneProcesses(parent, PREFIX);
   const dir = path.join(parent, `${PREFIX}${process.pid}`);
   await mkdir(dir, { recursive: true });
   // As /tmp is: the embedded Postgres of a bot started as root runs as its own user, in a folder it must reach.
