@@ -14,6 +14,7 @@ import { createWorkerWaker } from '../src/store/wake-workers.js';
 import { createLogger } from '../src/logger.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
+import { describeScheduler, withBenchScheduler } from './sched.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { printStatements, sampleWaits, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
@@ -43,7 +44,7 @@ function envelope(i: number, prefix: string): string {
   });
 }
 
-interface Measured {
+export interface Measured {
   p50: number;
   p99: number;
   max: number;
@@ -110,7 +111,8 @@ async function watchBackground(adminUrl: string, segment: string): Promise<{ sto
   };
 }
 
-async function load(server: BotProcess, secret: string): Promise<Measured> {
+/** Sends signed mentions at RATE for DURATION_S (after a warm-up) and measures the acks. */
+export async function load(server: BotProcess, secret: string): Promise<Measured> {
   const agent = keepAliveAgent(512);
   const url = `${server.url}/slack/events`;
   const prefix = randomBytes(3).toString('hex').toUpperCase();
@@ -154,6 +156,7 @@ export async function main(): Promise<void> {
   console.log(
     `slack-ack: signed app_mention at ${RATE}/s for ${DURATION_S} s, ${RUNS} runs each (bare Bolt, bare Bolt + one durable INSERT, then the bot: ${ackOnly ? 'its web role alone, no turn runs' : 'npm start, web and worker roles, turns running'})`,
   );
+  console.log(`  ${describeScheduler()}`);
   const postgres = await startPostgres();
   const fakes = await startRemoteFakes();
   console.log(`  the fakes of Slack and the model run ${fakes.where}`);
@@ -263,4 +266,4 @@ export async function main(): Promise<void> {
   report('events lost or duplicated (all runs)', `${lostTotal} (target 0: ${lostTotal === 0 ? 'met' : 'MISSED'})`);
 }
 
-if (isMain(import.meta.url)) await main();
+if (isMain(import.meta.url)) await withBenchScheduler(main);
