@@ -31,6 +31,11 @@ const CONDITIONS: Condition[] = [
   { name: '1 spinner at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }] },
 ];
 
+/** Busy processes still running: in sessions of their own, they would outlive a bench stopped with Ctrl-C. */
+const live = new Set<ChildProcess>();
+process.on('exit', () => live.forEach((child) => child.kill('SIGKILL')));
+process.on('SIGINT', () => process.exit(130));
+
 /** A busy process in a session of its own; `chrt` execs node at SCHED_IDLE, so the pid is node's either way. */
 function startBurner(b: Burner): ChildProcess {
   const args = ['-e', b.code];
@@ -41,6 +46,8 @@ function startBurner(b: Burner): ChildProcess {
     process.exit(1);
   });
   if (b.priority === 'nice19' && child.pid) os.setPriority(child.pid, 19);
+  live.add(child);
+  child.on('exit', () => live.delete(child));
   return child;
 }
 
