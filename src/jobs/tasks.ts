@@ -43,9 +43,9 @@ export function createTaskList(deps: TaskDeps): TaskList {
       overdueSeconds: deps.overdueSeconds,
       eventRetryAttempts: deps.eventRetryAttempts,
     });
-    // Chat queues left empty by finished turns: every job fetch locks each one (migration 2026-12-07-001).
+    // Per-chat queues left empty by finished turns and plans: every job fetch locks each one (migration 2026-12-07-001).
     const removed = await removeEmptyChatQueues(deps.turn.db);
-    if (removed > 0) deps.logger.debug({ removed }, 'removed empty chat job queues');
+    if (removed > 0) deps.logger.debug({ removed }, 'removed empty per-chat job queues');
   };
   const publishHomeTask: Task = async (payload) => {
     const { teamId, userId, scope, page, csv } = payload as {

@@ -1,11 +1,12 @@
-// The clean-up of empty per-chat job queues (migration 2026-12-07-001 says why and how it is safe).
+// The clean-up of empty per-chat job queues, the turns' (`chat:`) and the live plan's (`plan:`)
+// (migrations 2026-12-07-001 and 002 say why and how it is safe).
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Removes the chat queues that hold no job, `batch` per transaction (each holds up enqueues for one
+ * Removes the per-chat queues (`chat:` and `plan:`) that hold no job, `batch` per transaction (each holds up enqueues for one
  * short delete), at most `rounds` transactions. A round that finds an enqueue in flight is tried
  * again a little later, up to `busyRetries` times in all; then the rest waits for the next sweep.
  * Returns how many queues were removed.
