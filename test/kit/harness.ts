@@ -5,7 +5,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
+import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { startBot, type Bot, type BotOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -113,6 +113,13 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-e2e-'));
   const logFile = path.join(dir, 'bot.log');
   const logStream = createWriteStream(logFile, { flags: 'a' });
+  // Every source appends through this, never through pipe(): a line logged after stop() had ended
+  // the file reached it through the pipe, an uncaught 'write after end' that failed a whole test
+  // run. Such a line is printed instead, to say what outlived the bot's stop().
+  const appendToLog = (chunk: Buffer | string) => {
+    if (!logStream.writableEnded) logStream.write(chunk);
+    else console.error(`[harness] logged after the bot stopped: ${String(chunk).slice(0, 2_000)}`);
+  };
   const mode = options.mode ?? 'inprocess';
   let port = mode === 'process' ? await freePort() : 0;
   const env: Record<string, string> = {
@@ -133,8 +140,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const start = async () => {
     if (mode === 'inprocess') {
       const config = loadConfig(env);
-      const sink = new PassThrough();
-      sink.pipe(logStream, { end: false });
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          appendToLog(chunk);
+          done();
+        },
+      });
       const logger = createLogger({
         level: config.logLevel,
         secrets: [env.SLACK_BOT_TOKEN, env.SLACK_SIGNING_SECRET, env.ANTHROPIC_API_KEY, env.BENCHGEN_API_TOKEN, env.BENCHGEN_WEBHOOK_SECRET],
@@ -172,8 +183,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       if (ready && !killing.has(own)) harness.crashes.push({ code, signal });
     });
     for (const stream of [own.stdout!, own.stderr!]) {
-      stream.pipe(logStream, { end: false });
       stream.on('data', (chunk: Buffer) => {
+        appendToLog(chunk);
         if (!ready && output.length < 100_000) output += chunk.toString('utf8');
       });
     }
@@ -263,7 +274,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       await db.close();
       if (!options.slack) await slack.stop();
       if (!options.model) await model.stop();
-      logStream.end();
+      await new Promise<void>((resolve) => logStream.end(resolve));
     },
   };
   await start();
