@@ -1,10 +1,12 @@
 // Diagnostic: the floor of the ack bench (bare Bolt + one durable INSERT per event, bench/bare-bolt-server.ts)
 // alone, and beside busy processes that share nothing with it but the two cores, each in a session of its own
 // (as the worker role and every Postgres backend are): at the lowest priority there is (SCHED_IDLE, set with
-// util-linux's chrt) or at nice 19, spinning in a tight loop (almost no memory) or walking a 64 MB array
+// util-linux's chrt), at nice 19, or at nice 19 with their sessions' autogroups at nice 19 too (what src/priority.ts
+// does for the worker role and its backends), spinning in a tight loop (almost no memory) or walking a 64 MB array
 // (evicting the caches). Says how much a busy neighbour slows the floor here, whatever it does and at whatever
 // priority; BENCH_NO_AUTOGROUP=1 (root) measures the same with Linux autogroups off (bench/sched.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +22,7 @@ const ROUNDS = envNumber('BENCH_BURN_ROUNDS', 3);
 const SPIN = 'for (;;) {}';
 const WALK = 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;';
 
-type Burner = { code: string; priority: 'idle' | 'nice19' };
+type Burner = { code: string; priority: 'idle' | 'nice19' | 'session19' };
 type Condition = { name: string; burners: Burner[] };
 
 const CONDITIONS: Condition[] = [
@@ -28,6 +30,8 @@ const CONDITIONS: Condition[] = [
   { name: '2 spinners at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }, { code: SPIN, priority: 'idle' }] },
   { name: '2 cache walkers at SCHED_IDLE', burners: [{ code: WALK, priority: 'idle' }, { code: WALK, priority: 'idle' }] },
   { name: '2 spinners at nice 19', burners: [{ code: SPIN, priority: 'nice19' }, { code: SPIN, priority: 'nice19' }] },
+  // What the worker role does for itself and its Postgres backends (src/priority.ts): its session's autogroup lowered too.
+  { name: '2 spinners at nice 19, their sessions at nice 19', burners: [{ code: SPIN, priority: 'session19' }, { code: SPIN, priority: 'session19' }] },
   { name: '1 spinner at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }] },
 ];
 
@@ -45,10 +49,20 @@ function startBurner(b: Burner): ChildProcess {
     console.error(`could not start a busy process (${b.priority === 'idle' ? 'chrt --idle, from util-linux' : 'node'}): ${error.message}`);
     process.exit(1);
   });
-  if (b.priority === 'nice19' && child.pid) os.setPriority(child.pid, 19);
+  if (b.priority !== 'idle' && child.pid) os.setPriority(child.pid, 19);
+  if (b.priority === 'session19' && child.pid) lowerSession(child.pid);
   live.add(child);
   child.on('exit', () => live.delete(child));
   return child;
+}
+
+/** Sets the nice of the autogroup of the session the process leads to 19; without autogroups there is none to set. */
+function lowerSession(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/autogroup`, '19');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
 }
 
 export async function main(): Promise<void> {

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { appMention } from '../test/kit/fakes/slack/index.js';
 import { startRemoteFakes } from './remote-fakes.js';
@@ -51,6 +52,8 @@ export interface Measured {
   ok: number;
   failed: number;
   maxLagMs: number;
+  /** The load generator's own event-loop delay, p99 (ms): how late it could notice an answer. */
+  loopDelayP99: number;
 }
 
 /**
@@ -126,6 +129,8 @@ export async function load(server: BotProcess, secret: string): Promise<Measured
     else failed += 1;
   });
   const latencies: number[] = [];
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   const run = await openLoop(RATE, DURATION_S * 1000, async (i) => {
     const body = envelope(i, prefix);
     const r = await post(agent, url, body, slackHeaders(secret, body));
@@ -133,8 +138,17 @@ export async function load(server: BotProcess, secret: string): Promise<Measured
     if (r.status === 200) ok += 1;
     else failed += 1;
   });
+  loopDelay.disable();
   agent.destroy();
-  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies), ok, failed, maxLagMs: run.maxLagMs };
+  return {
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    max: Math.max(...latencies),
+    ok,
+    failed,
+    maxLagMs: run.maxLagMs,
+    loopDelayP99: loopDelay.percentile(99) / 1e6,
+  };
 }
 
 /** What became of the acknowledged events in the bot's database: triggers, finished ones, turns, queued turn jobs. */
@@ -217,7 +231,7 @@ export async function main(): Promise<void> {
         const doneDuring = (await turnsDone()) - doneBefore;
         await floorWithTurns.stop();
         console.log(
-          `    the floor with the bot's turns running: p50 ${fmt(d.p50, 2)} p99 ${fmt(d.p99, 2)} max ${fmt(d.max)} ms (lag ${fmt(d.maxLagMs)}), ` +
+          `    the floor with the bot's turns running: p50 ${fmt(d.p50, 2)} p99 ${fmt(d.p99, 2)} max ${fmt(d.max)} ms (lag ${fmt(d.maxLagMs)}, loop p99 ${fmt(d.loopDelayP99, 1)}), ` +
             `${doneDuring} turns finished meanwhile; p99 bot/this floor ${fmt(m.p99 / d.p99, 2)}x`,
         );
       }
@@ -249,9 +263,9 @@ export async function main(): Promise<void> {
         : m.ok - Number(final.done) + (Number(final.turns) - Number(final.distinct_turns)) + Math.abs(Number(final.triggers) - m.ok);
       lostTotal += lost;
       rows.push(
-        `run ${r + 1}: bare p50 ${fmt(b.p50, 2)} p99 ${fmt(b.p99, 2)} max ${fmt(b.max)} ms (lag ${fmt(b.maxLagMs)}); ` +
-          `floor p50 ${fmt(f.p50, 2)} p99 ${fmt(f.p99, 2)} max ${fmt(f.max)} ms (lag ${fmt(f.maxLagMs)}); ` +
-          `bot p50 ${fmt(m.p50, 2)} p99 ${fmt(m.p99, 2)} max ${fmt(m.max)} ms (lag ${fmt(m.maxLagMs)}); ` +
+        `run ${r + 1}: bare p50 ${fmt(b.p50, 2)} p99 ${fmt(b.p99, 2)} max ${fmt(b.max)} ms (lag ${fmt(b.maxLagMs)}, loop p99 ${fmt(b.loopDelayP99, 1)}); ` +
+          `floor p50 ${fmt(f.p50, 2)} p99 ${fmt(f.p99, 2)} max ${fmt(f.max)} ms (lag ${fmt(f.maxLagMs)}, loop p99 ${fmt(f.loopDelayP99, 1)}); ` +
+          `bot p50 ${fmt(m.p50, 2)} p99 ${fmt(m.p99, 2)} max ${fmt(m.max)} ms (lag ${fmt(m.maxLagMs)}, loop p99 ${fmt(m.loopDelayP99, 1)}); ` +
           `acked ${m.ok}, non-200 ${m.failed + b.failed + f.failed}, triggers ${final.triggers}, ` +
           (ackOnly ? `queued jobs ${final.jobs}` : `done ${final.done}, turns ${final.turns}, drained ${fmt(drainS)} s after the load`),
       );
