@@ -1,4 +1,5 @@
 // The reconcile sweep: polls runs and trainings whose finish event is overdue and triggers the same turn.
+import cron from 'node-cron';
 import type { Logger } from 'pino';
 import { isFinishedStatus, type Platform } from '../platform/platform.js';
 import type { Db } from '../store/db.js';
@@ -41,4 +42,27 @@ export async function reconcileOverdue(options: {
     }
   }
   return { checked: overdue.length, triggered };
+}
+
+/**
+ * Queues the sweep on the cron schedule (every replica does; the caller's job key collapses them into one queued
+ * sweep). stop() waits for a queueing in flight: one still running then failed on the closed pool, and logged after
+ * the bot had stopped.
+ */
+export function scheduleReconcileSweep(options: { cron: string; enqueue: () => Promise<unknown>; logger: Logger }): { stop(): Promise<void> } {
+  const inFlight = new Set<Promise<void>>();
+  const task = cron.schedule(options.cron, () => {
+    const queued = options.enqueue().then(
+      () => undefined,
+      (error: unknown) => options.logger.warn({ err: error }, 'could not schedule the reconcile sweep'),
+    );
+    inFlight.add(queued);
+    void queued.finally(() => inFlight.delete(queued));
+  });
+  return {
+    stop: async () => {
+      await task.stop();
+      await Promise.all(inFlight);
+    },
+  };
 }

@@ -155,15 +155,19 @@ export async function startWorker(options: {
   });
 
   const intervalMs = Math.max(250, Math.floor((options.staleSeconds * 1000) / 3));
-  let ticking = false;
+  // The beat in flight, which stop() waits for: one still running then failed on the closed pool
+  // and logged after the bot had stopped.
+  let ticking: Promise<void> | null = null;
   const timer = setInterval(() => {
     if (ticking) return;
-    ticking = true;
-    heartbeat()
+    ticking = heartbeat()
       .then(reapDeadWorkers)
-      .catch((error: unknown) => logger.warn({ err: error }, 'worker heartbeat failed'))
+      .then(
+        () => undefined,
+        (error: unknown) => logger.warn({ err: error }, 'worker heartbeat failed'),
+      )
       .finally(() => {
-        ticking = false;
+        ticking = null;
       });
   }, intervalMs);
   timer.unref();
@@ -176,6 +180,7 @@ export async function startWorker(options: {
     stop: async () => {
       clearInterval(timer);
       stopping = true;
+      await ticking;
       await replacing;
       await runner.stop();
       await utils.release();

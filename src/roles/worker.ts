@@ -1,6 +1,5 @@
 // The worker role: the job workers that run turns, the reconcile sweep, and (under npm start only)
 // the sandbox platform. It answers no Slack request and no webhook.
-import cron from 'node-cron';
 import type { Logger } from 'pino';
 import { createModelClient, withScrubbedRequests, type ModelClient } from '../agent/model.js';
 import { SYSTEM_PROMPT } from '../agent/system-prompt.js';
@@ -11,6 +10,7 @@ import type { Config } from '../config.js';
 import type { HomeScheduler } from '../jobs/home-refresh.js';
 import { createIngestYield } from '../jobs/ingest-yield.js';
 import { createPlanProgressScheduler, createPlanProgressTasks } from '../jobs/plan-progress.js';
+import { scheduleReconcileSweep } from '../jobs/reconcile.js';
 import { RECONCILE_TASK } from '../jobs/task-names.js';
 import { createTaskList } from '../jobs/tasks.js';
 import { startWorker, type WorkerHandle } from '../jobs/worker.js';
@@ -161,14 +161,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     cleanups.push(async () => ingest.close());
 
     // Every replica schedules the sweep; the job key collapses them into one queued sweep.
-    const sweep = cron.schedule(config.reconcile.cron, () => {
-      worker.utils
-        .addJob(RECONCILE_TASK, {}, { jobKey: 'reconcile', jobKeyMode: 'preserve_run_at', maxAttempts: 1 })
-        .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the reconcile sweep'));
+    const sweep = scheduleReconcileSweep({
+      cron: config.reconcile.cron,
+      enqueue: () => worker.utils.addJob(RECONCILE_TASK, {}, { jobKey: 'reconcile', jobKeyMode: 'preserve_run_at', maxAttempts: 1 }),
+      logger,
     });
-    cleanups.push(async () => {
-      await sweep.stop();
-    });
+    cleanups.push(() => sweep.stop());
     return {
       platform,
       sandbox,
