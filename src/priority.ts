@@ -56,7 +56,7 @@ function leadsOwnSession(pid: number): boolean {
 }
 
 /** Raises the nice value of a process's scheduler autogroup to `niceness`; `again` when the kernel asks to retry later. */
-function lowerAutogroup(pid: number | 'self', niceness: number): 'done' | 'again' {
+export function lowerAutogroup(pid: number | 'self', niceness: number): 'done' | 'again' {
   try {
     const file = `/proc/${pid}/autogroup`;
     const match = / nice (-?\d+)/.exec(readFileSync(file, 'utf8'));

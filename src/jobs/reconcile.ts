@@ -45,9 +45,8 @@ export async function reconcileOverdue(options: {
 }
 
 /**
- * Queues the sweep on the cron schedule (every replica does; the caller's job key collapses them into one queued
- * sweep). stop() waits for a queueing in flight: one still running then failed on the closed pool, and logged after
- * the bot had stopped.
+ * Queues the sweep on the cron schedule. stop() waits for a queueing in flight: one still running then failed on
+ * the closed pool, and logged after the bot had stopped.
  */
 export function scheduleReconcileSweep(options: { cron: string; enqueue: () => Promise<unknown>; logger: Logger }): { stop(): Promise<void> } {
   const inFlight = new Set<Promise<void>>();

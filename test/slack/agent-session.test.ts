@@ -1,12 +1,11 @@
 // agents.sessions.setStatus against the fake Slack: order, latest-wins per thread, pacing per
 // workspace, `ratelimited` retried after Retry-After, any other failure logged and never thrown.
-import { pino } from 'pino';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentSessions, SESSION_STATUS_INTERVAL_MS } from '../../src/slack/agent-session.js';
 import { createSlackClients } from '../../src/slack/poster.js';
 import type { Chat } from '../../src/store/tables.js';
 import { startFakeSlack, type FakeSlack } from '../kit/fakes/slack/index.js';
+import { captureLogs } from '../kit/log-capture.js';
 
 const CHANNEL = 'C0SESS';
 
@@ -15,16 +14,7 @@ function chat(threadTs: string, teamId = 'T0FAKE'): Chat {
 }
 
 function setup(slack: FakeSlack) {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = pino(
-    { level: 'debug' },
-    new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = captureLogs();
   const sleeps: number[] = [];
   // Recorded, not waited: the test checks the pacing the module asks for without depending on timing.
   const sessions = new AgentSessions(createSlackClients('xoxb-test', slack.apiUrl, logger).writer, logger, {
