@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
+import { idleCpuGroupBeside, removeIdleCpuGroup } from '../src/priority.js';
 import { ROOT, TEAM } from './bot.js';
 
 export interface RemoteFakes {
@@ -41,18 +42,20 @@ export async function startRemoteFakes(): Promise<RemoteFakes> {
     detached: true,
   });
   if (child.pid !== undefined) os.setPriority(child.pid, Math.min(19, os.getPriority() + FAKES_NICENESS));
-  const urls = await new Promise<{ slackApiUrl: string; anthropicUrl: string }>((resolve, reject) => {
-    child.once('message', (raw) => resolve(raw as { slackApiUrl: string; anthropicUrl: string }));
+  const { cpu, ...urls } = await new Promise<{ slackApiUrl: string; anthropicUrl: string; cpu: string }>((resolve, reject) => {
+    child.once('message', (raw) => resolve(raw as { slackApiUrl: string; anthropicUrl: string; cpu: string }));
     child.once('exit', (code) => reject(new Error(`the fakes process exited with code ${code}`)));
   });
   return {
     ...urls,
-    where: `in a child process at nice +${FAKES_NICENESS}`,
+    where: `in a child process at ${cpu}`,
     stop: async () => {
-      if (child.exitCode !== null) return;
-      const done = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await done;
+      if (child.exitCode === null) {
+        const done = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await done;
+      }
+      await removeIdleCpuGroup(idleCpuGroupBeside());
     },
   };
 }

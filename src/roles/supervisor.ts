@@ -8,6 +8,7 @@ import { migrateDatabase } from '../app.js';
 import { SANDBOX_HOST_ENV, type Config } from '../config.js';
 import { WEBHOOK_PATH } from '../http/server.js';
 import { generateWebhookSecret } from '../platform/webhooks.js';
+import { idleCpuGroupBeside, removeIdleCpuGroup } from '../priority.js';
 import { describeError, redactUrl, StartupError } from '../startup-error.js';
 import { createDb } from '../store/db.js';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../store/embedded-postgres.js';
@@ -110,6 +111,8 @@ export async function startSupervisor(config: Config, options: { entry: string; 
       await stopChild(entry?.child, STOP_TIMEOUT_MS[role]);
     }
     await embedded?.stop();
+    // The worker's idle CPU group (src/priority.ts), empty once the worker and its backends are gone.
+    if (config.workerPriority === 'idle') await removeIdleCpuGroup(idleCpuGroupBeside());
   };
   try {
     if (config.port !== 0) await assertPortFree(config.port, '0.0.0.0');

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { describe, expect, it, vi, afterAll } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
+import { cpuCgroupDir } from '../../src/priority.js';
 import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
 import { generateWebhookSecret } from '../../src/platform/webhooks.js';
 import { freePort } from '../../src/store/embedded-postgres.js';
@@ -166,6 +167,16 @@ describe('npm start: the web and worker roles under one parent', () => {
         if (autogroups) expect(autogroupNice(pid), `web backend ${pid}`).toBe(autogroupNice(web));
       }
     } else console.log('Postgres runs as another user and this test is not root: its backends keep their priority, not compared');
+    // Where the machine allows it (root, a writable CPU cgroup, Linux 5.15+), the worker and its
+    // backends run in an idle CPU cgroup (WORKER_PRIORITY=idle, the default), the web role and its own not.
+    const workerReady = logLines(run.output()).find((line) => line.msg === 'worker role ready') as { cpu?: string };
+    expect(workerReady.cpu, 'the worker says how it yields the CPU').toMatch(/nice 10/);
+    const idleGroup = /idle CPU cgroup (\S+)/.exec(workerReady.cpu!)?.[1];
+    if (idleGroup) {
+      expect(cpuCgroupDir(worker)).toBe(idleGroup);
+      for (const pid of [...byRole('verdict-bot worker'), ...byRole('verdict-bot sandbox')]) expect(cpuCgroupDir(pid), `worker backend ${pid}`).toBe(idleGroup);
+      for (const pid of [web, ...byRole('verdict-bot web')]) expect(cpuCgroupDir(pid), `web role or backend ${pid}`).not.toBe(idleGroup);
+    } else console.log(`no idle CPU cgroup on this machine (${workerReady.cpu}): the worker runs at nice +10 only`);
 
     process.kill(worker, 'SIGKILL');
     await run.waitFor('the worker role exited (SIGKILL)', 30_000);
@@ -182,6 +193,7 @@ describe('npm start: the web and worker roles under one parent', () => {
     expect(restarted.rolePid).not.toBe(worker);
     expect(stat(restarted.rolePid).ppid).toBe(run.child.pid);
     expect(stat(restarted.rolePid).nice).toBeGreaterThan(stat(web).nice);
+    if (idleGroup) expect(cpuCgroupDir(restarted.rolePid)).toBe(idleGroup);
 
     const counts = await waitUntil(
       async () => {
@@ -197,6 +209,20 @@ describe('npm start: the web and worker roles under one parent', () => {
     await stopRun(run);
     expect(alive(web)).toBe(false);
     expect(alive(restarted.rolePid)).toBe(false);
+  });
+
+  it('WORKER_PRIORITY=nice keeps the worker out of the idle CPU cgroup, at nice +10', async () => {
+    const { slack, model } = await fakes();
+    const port = await freePort();
+    const env = baseEnv({ DATABASE_URL: await createTestDatabase('roles'), PORT: String(port), SLACK_API_URL: slack.apiUrl, ANTHROPIC_BASE_URL: model.baseURL, WORKER_PRIORITY: 'nice' });
+    const run = start(env);
+    await run.waitFor('"bot ready"', 180_000);
+    const { worker, web } = (logLines(run.output()).find((line) => line.msg === 'bot ready') as { pids: { web: number; worker: number } }).pids;
+    const workerReady = logLines(run.output()).find((line) => line.msg === 'worker role ready') as { cpu?: string };
+    expect(workerReady.cpu).toBe('nice 10');
+    expect(cpuCgroupDir(worker)).toBe(cpuCgroupDir(web));
+    expect(stat(worker).nice).toBeGreaterThan(stat(web).nice);
+    await stopRun(run);
   });
 });
 
@@ -223,6 +249,8 @@ describe('roles started alone on one Postgres', () => {
 
     const worker = start({ ...env, ROLE: 'worker', PORT: '0', BENCHGEN_API_URL: sandbox.url, BENCHGEN_API_TOKEN: sandbox.token });
     await worker.waitFor('"worker role ready"', 180_000);
+    // Started alone, a role keeps the priority it was started with: its deployment decides.
+    expect(logLines(worker.output()).find((line) => line.msg === 'worker role ready')).not.toHaveProperty('cpu');
     const counts = await waitUntil(
       async () => {
         const [c] = await query<Counts>(databaseUrl, COUNTS);
