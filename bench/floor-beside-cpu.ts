@@ -1,15 +1,19 @@
 // Diagnostic: the floor of the ack bench (bare Bolt + one durable INSERT per event, bench/bare-bolt-server.ts)
 // alone, and beside busy processes that share nothing with it but the two cores, each in a session of its own
 // (as the worker role and every Postgres backend are): at the lowest priority there is (SCHED_IDLE, set with
-// util-linux's chrt), at nice 19, or at nice 19 with their sessions' autogroups at nice 19 too (what src/priority.ts
-// does for the worker role and its backends), spinning in a tight loop (almost no memory) or walking a 64 MB array
-// (evicting the caches). Says how much a busy neighbour slows the floor here, whatever it does and at whatever
-// priority; BENCH_NO_AUTOGROUP=1 (root) measures the same with Linux autogroups off (bench/sched.ts).
+// util-linux's chrt), at nice 19, at nice 19 or 10 with their sessions' autogroups at the same nice, or in an idle
+// CPU cgroup (the last two are what src/priority.ts gives the worker role, its backends and what it starts, with
+// WORKER_PRIORITY=nice and idle); spinning in a tight loop (almost no memory), walking a 64 MB array (evicting the
+// caches), or a real LoRA training (trainer/lora_train.py on stories260K, as the worker starts one). Says how much
+// a busy neighbour slows the floor here, whatever it does and at whatever priority; BENCH_NO_AUTOGROUP=1 (root)
+// measures the same with Linux autogroups off (bench/sched.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { lowerAutogroup } from '../src/priority.js';
+import { idleCpuGroupBeside, joinIdleCpuGroup, lowerAutogroup, removeIdleCpuGroup } from '../src/priority.js';
+import { TRAINER_SCRIPT } from '../src/platform/engines/pytorch-trainer.js';
+import { pythonWithTorch, STORIES_MODEL_FILE } from '../test/kit/engines.js';
 import { sleep } from '../test/kit/wait.js';
 import { botEnv, spawnBot } from './bot.js';
 import { startRemoteFakes } from './remote-fakes.js';
@@ -23,7 +27,11 @@ const ROUNDS = envNumber('BENCH_BURN_ROUNDS', 3);
 const SPIN = 'for (;;) {}';
 const WALK = 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;';
 
-type Burner = { code: string; priority: 'idle' | 'nice19' | 'session19' };
+/** `code`: a node program; TRAIN: a real LoRA training of stories260K (trainer/lora_train.py, 2 threads), for as long as the round lasts. */
+type Burner = { code: string; priority: 'idle' | 'nice19' | 'session19' | 'session10' | 'cgroupIdle' };
+const TRAIN = 'train';
+let trainSpec: string | undefined;
+let trainPython: string | null = null;
 type Condition = { name: string; burners: Burner[] };
 
 const CONDITIONS: Condition[] = [
@@ -34,7 +42,17 @@ const CONDITIONS: Condition[] = [
   // What the worker role does for itself and its Postgres backends (src/priority.ts): its session's autogroup lowered too.
   { name: '2 spinners at nice 19, their sessions at nice 19', burners: [{ code: SPIN, priority: 'session19' }, { code: SPIN, priority: 'session19' }] },
   { name: '1 spinner at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }] },
+  // The worker role and its backends with WORKER_PRIORITY=nice (nice +10, their sessions too), and with idle, the default.
+  { name: '2 spinners at nice 10, their sessions at nice 10', burners: [{ code: SPIN, priority: 'session10' }, { code: SPIN, priority: 'session10' }] },
+  { name: '2 spinners in an idle CPU cgroup', burners: [{ code: SPIN, priority: 'cgroupIdle' }, { code: SPIN, priority: 'cgroupIdle' }] },
+  // What the worker role starts with real engines: a training as it runs with WORKER_PRIORITY=nice (nice 10, in a
+  // session whose autogroup is at nice 10) and with idle (in the worker's idle CPU cgroup).
+  { name: 'a LoRA training at nice 10, its session at nice 10', burners: [{ code: TRAIN, priority: 'session10' }] },
+  { name: 'a LoRA training in an idle CPU cgroup', burners: [{ code: TRAIN, priority: 'cgroupIdle' }] },
 ];
+// BENCH_BURN_ONLY=1,6: only these conditions (by their index above) beside 'alone'.
+const ONLY = process.env.BENCH_BURN_ONLY?.split(',');
+if (ONLY) CONDITIONS.splice(0, CONDITIONS.length, ...CONDITIONS.filter((_, i) => i === 0 || ONLY.includes(String(i))));
 
 /** Busy processes still running: in sessions of their own, they would outlive a bench stopped with Ctrl-C. */
 const live = new Set<ChildProcess>();
@@ -43,19 +61,38 @@ process.on('SIGINT', () => process.exit(130));
 
 /** A busy process in a session of its own; `chrt` execs node at SCHED_IDLE, so the pid is node's either way. */
 async function startBurner(b: Burner): Promise<ChildProcess> {
-  const args = ['-e', b.code];
-  const options = { stdio: 'ignore' as const, detached: true };
-  const child = b.priority === 'idle' ? spawn('chrt', ['--idle', '0', process.execPath, ...args], options) : spawn(process.execPath, args, options);
+  const command = b.code === TRAIN ? [trainPython!, TRAINER_SCRIPT, '--spec', trainSpec!] : [process.execPath, '-e', b.code];
+  const options = { stdio: 'ignore' as const, detached: true, env: { ...process.env, OMP_NUM_THREADS: '2' } };
+  const child = b.priority === 'idle' ? spawn('chrt', ['--idle', '0', ...command], options) : spawn(command[0]!, command.slice(1), options);
   child.on('error', (error) => {
-    console.error(`could not start a busy process (${b.priority === 'idle' ? 'chrt --idle, from util-linux' : 'node'}): ${error.message}`);
+    console.error(`could not start a busy process (${b.priority === 'idle' ? 'chrt --idle, from util-linux' : command[0]}): ${error.message}`);
     process.exit(1);
   });
-  if (b.priority !== 'idle' && child.pid) os.setPriority(child.pid, 19);
+  if ((b.priority === 'nice19' || b.priority === 'session19') && child.pid) os.setPriority(child.pid, 19);
+  if (b.priority === 'session10' && child.pid) os.setPriority(child.pid, 10);
+  if (b.priority === 'cgroupIdle' && child.pid && !joinIdleCpuGroup(child.pid)) {
+    console.error('could not move a busy process into an idle CPU cgroup (needs root and a writable cgroup filesystem)');
+    process.exit(1);
+  }
   live.add(child);
   // The kernel takes a few autogroup changes a second from an unprivileged process.
-  while (b.priority === 'session19' && child.pid && lowerAutogroup(child.pid, 19) === 'again') await sleep(120);
+  const session = b.priority === 'session19' ? 19 : b.priority === 'session10' ? 10 : undefined;
+  while (session !== undefined && child.pid && lowerAutogroup(child.pid, session) === 'again') await sleep(120);
   child.on('exit', () => live.delete(child));
   return child;
+}
+
+/** A training of stories260K on 64 made-up examples, with more epochs than any round lasts. */
+async function writeTrainingSpec(dir: string): Promise<string> {
+  const tokensPath = path.join(dir, 'tokens.jsonl');
+  const examples = Array.from({ length: 64 }, (_, i) => JSON.stringify({ prompt: [1, 10 + (i % 200), 20 + ((i * 7) % 200)], completion: [30 + ((i * 13) % 200), 40 + ((i * 3) % 200), 2] }));
+  await writeFile(tokensPath, examples.join('\n') + '\n');
+  const specPath = path.join(dir, 'spec.json');
+  await writeFile(
+    specPath,
+    JSON.stringify({ jobId: 'bench', baseModelPath: STORIES_MODEL_FILE, tokensPath, adapterPath: path.join(dir, 'adapter.gguf'), device: 'cpu', threads: 2, hyperparameters: { epochs: 100_000 } }),
+  );
+  return specPath;
 }
 
 export async function main(): Promise<void> {
@@ -64,6 +101,14 @@ export async function main(): Promise<void> {
   const postgres = await startPostgres();
   const fakes = await startRemoteFakes();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-burn-'));
+  if (CONDITIONS.some((c) => c.burners.some((b) => b.code === TRAIN))) {
+    trainPython = pythonWithTorch();
+    const reason = !STORIES_MODEL_FILE ? 'shared/models/stories260K.gguf is not beside the repository' : !trainPython ? 'no python3 with torch and numpy (see the README)' : undefined;
+    if (reason) {
+      console.log(`  the LoRA training conditions are left out: ${reason}`);
+      CONDITIONS.splice(0, CONDITIONS.length, ...CONDITIONS.filter((c) => !c.burners.some((b) => b.code === TRAIN)));
+    } else trainSpec = await writeTrainingSpec(dir);
+  }
   const p99s = new Map<string, number[]>(CONDITIONS.map((c) => [c.name, []]));
   try {
     const env = botEnv({ slackApiUrl: fakes.slackApiUrl, anthropicUrl: fakes.anthropicUrl, databaseUrl: await postgres.createDatabase('burn'), dataDir: dir });
@@ -72,6 +117,8 @@ export async function main(): Promise<void> {
         const floor = await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: await postgres.createDatabase('floor') }, { script: 'bench/bare-bolt-server.ts' });
         const burners: ChildProcess[] = [];
         for (const b of condition.burners) burners.push(await startBurner(b));
+        // Past the training's start-up (importing torch, reading the model): the load meets its epochs.
+        if (condition.burners.some((b) => b.code === TRAIN)) await sleep(4000);
         try {
           const m = await load(floor, env.SLACK_SIGNING_SECRET!);
           p99s.get(condition.name)!.push(m.p99);
@@ -84,6 +131,7 @@ export async function main(): Promise<void> {
     }
   } finally {
     await fakes.stop();
+    await removeIdleCpuGroup(idleCpuGroupBeside());
     await postgres.stop();
     await rm(dir, { recursive: true, force: true });
   }

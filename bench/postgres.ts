@@ -35,6 +35,26 @@ export async function startPostgres(): Promise<BenchPostgres> {
     await admin.query('create extension if not exists pg_stat_statements');
     await admin.end();
   }
+  const settings = process.env.BENCH_PG_SET?.split(',').filter(Boolean) ?? [];
+  if (settings.length > 0) {
+    // Diagnostic: server settings for the run, e.g. BENCH_PG_SET=fsync=off (what the disk's flushes
+    // cost; never a setting for a bot: a crash then loses commits). Only settings a reload applies.
+    const client = new pg.Client(server.url);
+    await client.connect();
+    for (const setting of settings) {
+      const [name, ...value] = setting.split('=');
+      if (!/^[a-z_]+$/.test(name!)) throw new Error(`BENCH_PG_SET: not a setting name: ${name}`);
+      await client.query(`alter system set ${name} = '${value.join('=').replace(/'/g, "''")}'`);
+    }
+    await client.query('select pg_reload_conf()');
+    const shown = [];
+    for (const setting of settings) {
+      const name = setting.split('=')[0]!;
+      shown.push(`${name} = ${(await client.query<Record<string, string>>(`show ${name}`)).rows[0]![name]}`);
+    }
+    console.log(`  BENCH_PG_SET: the bench's Postgres runs with ${shown.join(', ')}`);
+    await client.end();
+  }
   return {
     server,
     dir,
