@@ -141,9 +141,9 @@ export function idleCpuGroupBeside(base = cpuCgroupDir('self')): string | undefi
  *
  * Why: with autogroups on (Linux's default) every session is one scheduling group, and a group of
  * nice-19 tasks still takes its turn on the CPU before a woken task of another group runs (measured in
- * docs/performance.md: two busy neighbours at SCHED_IDLE slow the ack floor 2.3x, in an idle cgroup
- * 1.2x). Tasks in a cgroup other than the root one are not autogrouped, and an idle group gives way to
- * any other task that wakes up.
+ * docs/performance.md: a real LoRA training at the worker's nice +10 slowed the ack floor 1.5x, in an
+ * idle cgroup 1.1x). Tasks in a cgroup other than the root one are not autogrouped, and an idle group
+ * gives way to any other task that wakes up.
  */
 export function joinIdleCpuGroup(pid: number, group = idleCpuGroupBeside()): string | undefined {
   if (!group) return undefined;
