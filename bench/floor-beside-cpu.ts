@@ -24,31 +24,32 @@ import { envNumber, fmt, isMain, median, report } from './stats.js';
 
 const ROUNDS = envNumber('BENCH_BURN_ROUNDS', 3);
 
-const SPIN = 'for (;;) {}';
-const WALK = 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;';
-
-/** `code`: a node program; TRAIN: a real LoRA training of stories260K (trainer/lora_train.py, 2 threads), for as long as the round lasts. */
-type Burner = { code: string; priority: 'idle' | 'nice19' | 'session19' | 'session10' | 'cgroupIdle' };
-const TRAIN = 'train';
+/** The node programs that keep a core busy; `train` is a real LoRA training of stories260K (trainer/lora_train.py, 2 threads), for as long as the round lasts. */
+const PROGRAMS = {
+  spin: 'for (;;) {}',
+  walk: 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;',
+};
+type Burner = { what: keyof typeof PROGRAMS | 'train'; priority: 'idle' | 'nice19' | 'session19' | 'session10' | 'cgroupIdle' };
+const trains = (c: Condition) => c.burners.some((b) => b.what === 'train');
 let trainSpec: string | undefined;
 let trainPython: string | null = null;
 type Condition = { name: string; burners: Burner[] };
 
 const CONDITIONS: Condition[] = [
   { name: 'alone', burners: [] },
-  { name: '2 spinners at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }, { code: SPIN, priority: 'idle' }] },
-  { name: '2 cache walkers at SCHED_IDLE', burners: [{ code: WALK, priority: 'idle' }, { code: WALK, priority: 'idle' }] },
-  { name: '2 spinners at nice 19', burners: [{ code: SPIN, priority: 'nice19' }, { code: SPIN, priority: 'nice19' }] },
+  { name: '2 spinners at SCHED_IDLE', burners: [{ what: 'spin', priority: 'idle' }, { what: 'spin', priority: 'idle' }] },
+  { name: '2 cache walkers at SCHED_IDLE', burners: [{ what: 'walk', priority: 'idle' }, { what: 'walk', priority: 'idle' }] },
+  { name: '2 spinners at nice 19', burners: [{ what: 'spin', priority: 'nice19' }, { what: 'spin', priority: 'nice19' }] },
   // What the worker role does for itself and its Postgres backends (src/priority.ts): its session's autogroup lowered too.
-  { name: '2 spinners at nice 19, their sessions at nice 19', burners: [{ code: SPIN, priority: 'session19' }, { code: SPIN, priority: 'session19' }] },
-  { name: '1 spinner at SCHED_IDLE', burners: [{ code: SPIN, priority: 'idle' }] },
+  { name: '2 spinners at nice 19, their sessions at nice 19', burners: [{ what: 'spin', priority: 'session19' }, { what: 'spin', priority: 'session19' }] },
+  { name: '1 spinner at SCHED_IDLE', burners: [{ what: 'spin', priority: 'idle' }] },
   // The worker role and its backends with WORKER_PRIORITY=nice (nice +10, their sessions too), and with idle, the default.
-  { name: '2 spinners at nice 10, their sessions at nice 10', burners: [{ code: SPIN, priority: 'session10' }, { code: SPIN, priority: 'session10' }] },
-  { name: '2 spinners in an idle CPU cgroup', burners: [{ code: SPIN, priority: 'cgroupIdle' }, { code: SPIN, priority: 'cgroupIdle' }] },
+  { name: '2 spinners at nice 10, their sessions at nice 10', burners: [{ what: 'spin', priority: 'session10' }, { what: 'spin', priority: 'session10' }] },
+  { name: '2 spinners in an idle CPU cgroup', burners: [{ what: 'spin', priority: 'cgroupIdle' }, { what: 'spin', priority: 'cgroupIdle' }] },
   // What the worker role starts with real engines: a training as it runs with WORKER_PRIORITY=nice (nice 10, in a
   // session whose autogroup is at nice 10) and with idle (in the worker's idle CPU cgroup).
-  { name: 'a LoRA training at nice 10, its session at nice 10', burners: [{ code: TRAIN, priority: 'session10' }] },
-  { name: 'a LoRA training in an idle CPU cgroup', burners: [{ code: TRAIN, priority: 'cgroupIdle' }] },
+  { name: 'a LoRA training at nice 10, its session at nice 10', burners: [{ what: 'train', priority: 'session10' }] },
+  { name: 'a LoRA training in an idle CPU cgroup', burners: [{ what: 'train', priority: 'cgroupIdle' }] },
 ];
 // BENCH_BURN_ONLY=1,6: only these conditions (by their index above) beside 'alone'.
 const ONLY = process.env.BENCH_BURN_ONLY?.split(',');
@@ -61,7 +62,7 @@ process.on('SIGINT', () => process.exit(130));
 
 /** A busy process in a session of its own; `chrt` execs node at SCHED_IDLE, so the pid is node's either way. */
 async function startBurner(b: Burner): Promise<ChildProcess> {
-  const command = b.code === TRAIN ? [trainPython!, TRAINER_SCRIPT, '--spec', trainSpec!] : [process.execPath, '-e', b.code];
+  const command = b.what === 'train' ? [trainPython!, TRAINER_SCRIPT, '--spec', trainSpec!] : [process.execPath, '-e', PROGRAMS[b.what]];
   const options = { stdio: 'ignore' as const, detached: true, env: { ...process.env, OMP_NUM_THREADS: '2' } };
   const child = b.priority === 'idle' ? spawn('chrt', ['--idle', '0', ...command], options) : spawn(command[0]!, command.slice(1), options);
   child.on('error', (error) => {
@@ -101,12 +102,12 @@ export async function main(): Promise<void> {
   const postgres = await startPostgres();
   const fakes = await startRemoteFakes();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-burn-'));
-  if (CONDITIONS.some((c) => c.burners.some((b) => b.code === TRAIN))) {
+  if (CONDITIONS.some(trains)) {
     trainPython = pythonWithTorch();
     const reason = !STORIES_MODEL_FILE ? 'shared/models/stories260K.gguf is not beside the repository' : !trainPython ? 'no python3 with torch and numpy (see the README)' : undefined;
     if (reason) {
       console.log(`  the LoRA training conditions are left out: ${reason}`);
-      CONDITIONS.splice(0, CONDITIONS.length, ...CONDITIONS.filter((c) => !c.burners.some((b) => b.code === TRAIN)));
+      CONDITIONS.splice(0, CONDITIONS.length, ...CONDITIONS.filter((c) => !trains(c)));
     } else trainSpec = await writeTrainingSpec(dir);
   }
   const p99s = new Map<string, number[]>(CONDITIONS.map((c) => [c.name, []]));
@@ -118,7 +119,7 @@ export async function main(): Promise<void> {
         const burners: ChildProcess[] = [];
         for (const b of condition.burners) burners.push(await startBurner(b));
         // Past the training's start-up (importing torch, reading the model): the load meets its epochs.
-        if (condition.burners.some((b) => b.code === TRAIN)) await sleep(4000);
+        if (trains(condition)) await sleep(4000);
         try {
           const m = await load(floor, env.SLACK_SIGNING_SECRET!);
           p99s.get(condition.name)!.push(m.p99);

@@ -4,6 +4,7 @@
 // its own group does not give way at once to a wake-up in another group (bench/floor-beside-cpu.ts, docs/
 // performance.md). A process in a cgroup of its own (a systemd service, a container) is not grouped that way.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { cpuCgroupDir } from '../src/priority.js';
 
 const SYSCTL = '/proc/sys/kernel/sched_autogroup_enabled';
 
@@ -15,14 +16,10 @@ function read(file: string): string | undefined {
   }
 }
 
-/** One line for a bench's header: whether autogroups are on and which CPU cgroup this process sees itself in. */
+/** One line for a bench's header: whether autogroups are on and which CPU cgroup this process is in. */
 export function describeScheduler(): string {
   const autogroups = read(SYSCTL);
-  const cgroups = read('/proc/self/cgroup')?.split('\n') ?? [];
-  // cgroup v1 names the cpu controller; v2 has the one unified line `0::<path>`.
-  const cpu = cgroups.find((line) => /^\d+:[^:]*\bcpu\b[^:]*:/.test(line)) ?? cgroups.find((line) => line.startsWith('0::'));
-  const path = cpu?.slice(cpu.lastIndexOf(':') + 1);
-  return `scheduler: autogroups ${autogroups === '1' ? 'on' : autogroups === '0' ? 'off' : 'unknown'}, CPU cgroup ${path ?? 'unknown'} (as this process sees it)`;
+  return `scheduler: autogroups ${autogroups === '1' ? 'on' : autogroups === '0' ? 'off' : 'unknown'}, CPU cgroup ${cpuCgroupDir() ?? 'unknown'}`;
 }
 
 /**

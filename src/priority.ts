@@ -107,7 +107,8 @@ export function cpuCgroupDir(pid: number | 'self' = 'self', proc = '/proc'): str
     return [{ root: fields[3] ?? '/', point: fields[4] ?? '', fstype, options: superOptions.split(',') }];
   });
   const under = (mount: { root: string; point: string }, cgroupPath: string) =>
-    path.join(mount.point, mount.root !== '/' && cgroupPath.startsWith(mount.root) ? cgroupPath.slice(mount.root.length) : cgroupPath);
+    // resolve: no trailing slash for the root cgroup ("/sys/fs/cgroup/cpu", not ".../cpu/").
+    path.resolve(path.join(mount.point, mount.root !== '/' && cgroupPath.startsWith(mount.root) ? cgroupPath.slice(mount.root.length) : cgroupPath));
   const lines = cgroups.split('\n').map((line) => line.split(':')).filter((fields) => fields.length >= 3);
   // cgroup v1: "<id>:cpu,cpuacct:/path", mounted with the `cpu` option.
   for (const [, controllers, ...rest] of lines) {
