@@ -104,7 +104,7 @@ export async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-burn-'));
   if (CONDITIONS.some(trains)) {
     trainPython = pythonWithTorch();
-    const reason = !STORIES_MODEL_FILE ? 'shared/models/stories260K.gguf is not beside the repository' : !trainPython ? 'no python3 with torch and numpy (see the README)' : undefined;
+    const reason = !trainPython ? 'no python3 with torch and numpy (see the README)' : undefined;
     if (reason) {
       console.log(`  the LoRA training conditions are left out: ${reason}`);
       CONDITIONS.splice(0, CONDITIONS.length, ...CONDITIONS.filter((c) => !trains(c)));

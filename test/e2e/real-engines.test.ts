@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import type { QuestionOutcome } from '../../src/analysis/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
-import { pythonWithoutTorch, pythonWithTorch, storiesFolders, storiesModelFile, TEST_ENGINE_THREADS } from '../kit/engines.js';
+import { pythonWithoutTorch, pythonWithTorch, storiesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { CHANNEL, sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
@@ -74,7 +74,7 @@ class DirectLlama {
   private model: LlamaModel | undefined;
   async complete(prompt: string, maxTokens: number, adapter?: string): Promise<string> {
     this.llama ??= await getLlama({ gpu: false, build: 'never' });
-    this.model ??= await this.llama.loadModel({ modelPath: storiesModelFile() });
+    this.model ??= await this.llama.loadModel({ modelPath: STORIES_MODEL_FILE });
     const context = await this.model.createContext({
       threads: THREADS,
       contextSize: 512,

@@ -233,14 +233,14 @@ describe('a remote job nobody follows when its training is cancelled', () => {
     expect(stops).toEqual([expect.objectContaining({ msg: 'training cancelled; its trainer job was stopped', trainingId: launched.id, remoteId: fake.jobs()[0]!.id })]);
   }, 120_000);
 
-  describe.skipIf(!STORIES_MODEL_FILE)('on Ray', () => {
+  describe('on Ray', () => {
     async function rayEnv() {
       ray = await startFakeRay();
       ray.faults.holdJobs = true;
       const context = await setup(RAY_MODEL);
       const shared = path.join(context.dir, 'shared');
       await mkdir(shared);
-      const env = { ...context.base, REMOTE_TRAINER: 'ray', RAY_ADDRESS: ray.address, RAY_SHARED_DIR: shared, BASE_MODEL_FILE: STORIES_MODEL_FILE! };
+      const env = { ...context.base, REMOTE_TRAINER: 'ray', RAY_ADDRESS: ray.address, RAY_SHARED_DIR: shared, BASE_MODEL_FILE: STORIES_MODEL_FILE };
       return { ...context, env, fake: ray };
     }
 

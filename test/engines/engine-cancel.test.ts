@@ -14,7 +14,7 @@ import { chargeFor } from '../../src/platform/engines/run-executor.js';
 import type { SandboxOptions } from '../../src/platform/sandbox/sandbox.js';
 import { verifyWebhook } from '../../src/platform/webhooks.js';
 import { createTestDatabase } from '../kit/database.js';
-import { storiesModelFile } from '../kit/engines.js';
+import { STORIES_MODEL_FILE } from '../kit/engines.js';
 import { sleep } from '../kit/wait.js';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
 
@@ -106,7 +106,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-cancel-'));
   modelsDir = path.join(dir, 'models');
   fs.mkdirSync(modelsDir);
-  fs.copyFileSync(storiesModelFile(), path.join(modelsDir, `${MODEL}.gguf`));
+  fs.copyFileSync(STORIES_MODEL_FILE, path.join(modelsDir, `${MODEL}.gguf`));
   // One thread: llama.cpp's threads wait for each other spinning, which a busy shared machine turns into minutes.
   server = await startLlamaServer({ modelsDir, threads: 1, parallel: 2 });
   proxy = await startCountingProxy(server.url);

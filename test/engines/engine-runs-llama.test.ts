@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
 import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
 import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
-import { storiesModelFile, TEST_ENGINE_THREADS } from '../kit/engines.js';
+import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 
 const items: BenchmarkItem[] = [
@@ -26,7 +26,7 @@ const sandboxes: TestSandbox[] = [];
 
 beforeAll(async () => {
   modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-'));
-  fs.copyFileSync(storiesModelFile(), path.join(modelsDir, 'stories260K.gguf'));
+  fs.copyFileSync(STORIES_MODEL_FILE, path.join(modelsDir, 'stories260K.gguf'));
   server = await startLlamaServer({ modelsDir, threads: TEST_ENGINE_THREADS, parallel: 2 });
 });
 afterAll(async () => {

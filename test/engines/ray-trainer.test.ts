@@ -23,7 +23,6 @@ const PYTHON = pythonWithTorch();
 if (!PYTHON) {
   console.warn('[ray-trainer] SKIPPED the Ray trainer tests that run the bundled trainer: no python with torch and numpy here (tried TRAINER_PYTHON, python3, /usr/bin/python3); install it with `apt-get install -y python3-torch`');
 }
-if (!STORIES_MODEL_FILE) console.warn('[ray-trainer] SKIPPED every Ray trainer test: shared/models/stories260K.gguf is not beside the repository');
 
 interface Setup {
   root: string;
@@ -68,7 +67,7 @@ async function spec(s: Setup, jobId = 'tj_3001', extra: Partial<TrainingSpec> = 
   const modelsDir = path.join(s.root, 'models');
   await mkdir(path.join(modelsDir, 'adapters'), { recursive: true });
   const baseModelPath = path.join(modelsDir, 'stories260K.gguf');
-  if (!existsSync(baseModelPath)) await copyFile(STORIES_MODEL_FILE!, baseModelPath);
+  if (!existsSync(baseModelPath)) await copyFile(STORIES_MODEL_FILE, baseModelPath);
   const datasetPath = path.join(workDir, 'dataset.jsonl');
   await writeFile(datasetPath, EXAMPLES.map((e) => JSON.stringify(e)).join('\n') + '\n');
   return {
@@ -94,7 +93,7 @@ async function until<T>(check: () => T | undefined | false, ms = 60_000): Promis
   }
 }
 
-describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)('Ray trainer on the fake cluster', () => {
+describe.skipIf(!PYTHON)('Ray trainer on the fake cluster', () => {
   it('submits one job (the trainer and the base model on the shared storage, paths as the cluster mounts them), follows its progress from the logs, and brings the adapter back', async () => {
     fake = await startFakeRay({ authToken: TOKEN });
     const s = await setup();
@@ -218,7 +217,7 @@ describe.skipIf(!PYTHON || !STORIES_MODEL_FILE)('Ray trainer on the fake cluster
   }, 120_000);
 });
 
-describe.skipIf(!STORIES_MODEL_FILE)('Ray trainer: refusals and the wire', () => {
+describe('Ray trainer: refusals and the wire', () => {
   it("a wrong token is Ray's own words, naming the settings", async () => {
     fake = await startFakeRay({ authToken: TOKEN });
     const s = await setup();

@@ -1,24 +1,12 @@
-// Real engines in tests: the stories260K model beside the repository, a python with or without PyTorch, folders of models and benchmarks.
+// Real engines in tests: the stories260K model in the test kit, a python with or without PyTorch, folders of models and benchmarks.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { TRAINER_SCRIPT } from '../../src/platform/engines/pytorch-trainer.js';
 
-/** Where shared/models/stories260K.gguf may be: beside the repository (/work/main), or beside the worktrees' folder (/work/wt/x). */
-const STORIES_MODEL_PLACES = ['../../../shared/models/stories260K.gguf', '../../../../shared/models/stories260K.gguf'].map((relative) =>
-  path.resolve(import.meta.dirname, relative),
-);
-
-/** stories260K.gguf, the first of its places that exists, or undefined when neither does. */
-export const STORIES_MODEL_FILE: string | undefined = STORIES_MODEL_PLACES.find((file) => existsSync(file));
-
-/** STORIES_MODEL_FILE, for tests that cannot run without it: throws, saying where it looked, when it is missing. */
-export function storiesModelFile(): string {
-  if (STORIES_MODEL_FILE) return STORIES_MODEL_FILE;
-  throw new Error(`shared/models/stories260K.gguf is not beside the repository (looked at ${STORIES_MODEL_PLACES.join(' and ')})`);
-}
+/** stories260K.gguf, committed beside the test kit (test/kit/models/README.md: what it is, its source and licence). */
+export const STORIES_MODEL_FILE: string = path.resolve(import.meta.dirname, 'models/stories260K.gguf');
 
 /** Benchmark 501, the fixture the loops on stories260K run. */
 export const BENCHMARK_501_FILE = path.resolve(import.meta.dirname, '../e2e/fixtures/benchmarks/501.jsonl');
@@ -84,7 +72,7 @@ async function withStories(root: string, modelsDir: string): Promise<StoriesFold
   const benchmarksDir = path.join(root, 'benchmarks');
   await mkdir(modelsDir, { recursive: true });
   await mkdir(benchmarksDir);
-  await copyFile(storiesModelFile(), path.join(modelsDir, 'stories260K.gguf'));
+  await copyFile(STORIES_MODEL_FILE, path.join(modelsDir, 'stories260K.gguf'));
   await copyFile(BENCHMARK_501_FILE, path.join(benchmarksDir, '501.jsonl'));
   return { root, modelsDir, benchmarksDir };
 }

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlamaServer, type LlamaServer } from '../../../src/platform/engines/llama-server.js';
 import { createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
-import { storiesModelFile, TEST_ENGINE_THREADS } from '../../kit/engines.js';
+import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { withStringMetadata } from './fixtures/gguf-metadata.js';
 
-const SHARED_MODEL = storiesModelFile();
+const SHARED_MODEL = STORIES_MODEL_FILE;
 /** A template that says who speaks, in plain words stories260K's vocabulary has. */
 const CHAT_TEMPLATE =
   "{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n{% elif message['role'] == 'user' %}Tom said: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}Lily said:{% endif %}";

@@ -14,7 +14,7 @@ import {
   tokenizeExample,
 } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
-import { storiesModelFile, TEST_ENGINE_THREADS } from '../../kit/engines.js';
+import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { nodeArgs } from '../../kit/compiled.js';
 
 const execFileAsync = promisify(execFile);
@@ -116,7 +116,7 @@ describe('PyTorch trainer availability', () => {
     const job = await trainer.start(
       {
         jobId: 'no-torch',
-        baseModelPath: storiesModelFile(),
+        baseModelPath: STORIES_MODEL_FILE,
         datasetPath: path.join(dir, 'none.jsonl'),
         adapterPath: path.join(dir, 'a.gguf'),
         workDir: dir,
@@ -160,7 +160,7 @@ describe('PyTorch trainer availability', () => {
     const job = await createPytorchTrainer({ python: cpuOnly, threads: 1 }).start(
       {
         jobId: 'broken-torch',
-        baseModelPath: storiesModelFile(),
+        baseModelPath: STORIES_MODEL_FILE,
         datasetPath,
         adapterPath: path.join(dir, 'broken-torch.gguf'),
         workDir: path.join(dir, 'broken-torch'),
@@ -198,7 +198,7 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'pt-train-'));
     modelPath = path.join(dir, 'stories260K.gguf');
-    await copyFile(storiesModelFile(), modelPath);
+    await copyFile(STORIES_MODEL_FILE, modelPath);
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
     model = await llama.loadModel({ modelPath });
   });
