@@ -1,9 +1,11 @@
-# Build stage: install everything, compile TypeScript to JavaScript (tsconfig.build.json).
+# Build stage: install everything, compile TypeScript to JavaScript (scripts/build.ts: the bot, its
+# migrations and the workspace packages in packages/, with the platform's Python trainer).
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json tsconfig.json ./
+COPY packages ./packages
 RUN npm ci
-COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY migrations ./migrations
 # npm prune drops the dev tooling (tsx, typescript, esbuild, vitest, eslint) before the copy below.
@@ -18,10 +20,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends tini fonts-deja
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
+# dist/ holds the compiled workspace packages too (dist/node_modules/@verdict/*, found before the
+# links in node_modules), with the bundled LoRA trainer: it needs Python 3 with torch (optional, see README).
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-# The bundled LoRA trainer; it needs Python 3 with torch (optional, see README).
-COPY trainer ./trainer
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data

@@ -4,7 +4,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../src/store/embedded-postgres.js';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { fakesEnv, type FakesEnvInput } from '../test/kit/bot-env.js';
 import { waitUntil } from '../test/kit/wait.js';
 

@@ -4,11 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { request } from 'undici';
-import type { BenchmarkItem } from '../src/platform/benchmarks/index.js';
-import { startLlamaServer } from '../src/platform/engines/llama-server.js';
-import { createHttpPlatform } from '../src/platform/http-client.js';
-import { startSandbox } from '../src/platform/sandbox/sandbox.js';
-import { ROOT } from './bot.js';
+import type { BenchmarkItem } from '@verdict/platform/benchmarks/index';
+import { startLlamaServer } from '@verdict/platform/engines/llama-server';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import { startSandbox } from '@verdict/platform/sandbox/sandbox';
+import { STORIES_MODEL_FILE } from '../test/kit/engines.js';
 import { envNumber, fmt, median } from './stats.js';
 import { startPostgres } from './postgres.js';
 import { sleep } from '../test/kit/wait.js';
@@ -17,7 +17,7 @@ const QUESTIONS = envNumber('BENCH_ENGINE_QUESTIONS', 24);
 const CONCURRENCY = envNumber('BENCH_ENGINE_CONCURRENCY', 2);
 const THREADS = envNumber('BENCH_ENGINE_THREADS', 2);
 const RUNS = envNumber('BENCH_ENGINE_RUNS', 4);
-const MODEL = path.join(ROOT, '..', 'shared', 'models', 'stories260K.gguf');
+const MODEL = STORIES_MODEL_FILE;
 
 const NAMES = ['Lily', 'Tom', 'Ben', 'Sue', 'Max', 'Mia', 'Sam', 'Anna', 'Tim', 'Lucy'];
 const PLACES = ['the park', 'the sea', 'the forest', 'school', 'the garden', 'the shop'];
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
 
 /** The generation budget the platform gives these questions (same answer for every item). */
 async function platformBudget(url: string): Promise<number> {
-  const { generationBudget } = await import('../src/platform/engines/inference.js');
+  const { generationBudget } = await import('@verdict/platform/engines/inference');
   const response = await request(`${url}/tokenize`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

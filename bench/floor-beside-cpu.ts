@@ -4,7 +4,7 @@
 // util-linux's chrt), at nice 19, at nice 19 or 10 with their sessions' autogroups at the same nice, or in an idle
 // CPU cgroup (the last two are what src/priority.ts gives the worker role, its backends and what it starts, with
 // WORKER_PRIORITY=nice and idle); spinning in a tight loop (almost no memory), walking a 64 MB array (evicting the
-// caches), or a real LoRA training (trainer/lora_train.py on stories260K, as the worker starts one). Says how much
+// caches), or a real LoRA training (packages/platform/trainer/lora_train.py on stories260K, as the worker starts one). Says how much
 // a busy neighbour slows the floor here, whatever it does and at whatever priority; BENCH_NO_AUTOGROUP=1 (root)
 // measures the same with Linux autogroups off (bench/sched.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { idleCpuGroupBeside, joinIdleCpuGroup, lowerAutogroup, removeIdleCpuGroup } from '../src/priority.js';
-import { TRAINER_SCRIPT } from '../src/platform/engines/pytorch-trainer.js';
+import { TRAINER_SCRIPT } from '@verdict/platform/engines/pytorch-trainer';
 import { pythonWithTorch, STORIES_MODEL_FILE } from '../test/kit/engines.js';
 import { sleep } from '../test/kit/wait.js';
 import { botEnv, spawnBot } from './bot.js';
@@ -24,7 +24,7 @@ import { envNumber, fmt, isMain, median, report } from './stats.js';
 
 const ROUNDS = envNumber('BENCH_BURN_ROUNDS', 3);
 
-/** The node programs that keep a core busy; `train` is a real LoRA training of stories260K (trainer/lora_train.py, 2 threads), for as long as the round lasts. */
+/** The node programs that keep a core busy; `train` is a real LoRA training of stories260K (packages/platform/trainer/lora_train.py, 2 threads), for as long as the round lasts. */
 const PROGRAMS = {
   spin: 'for (;;) {}',
   walk: 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;',

@@ -1,8 +1,8 @@
 // Agent cost of one full loop (seed message -> verdict): billed tokens, request bytes, USD, caching savings.
 import { pricesFor } from '../src/agent/pricing.js';
 import { fetchOutcomes } from '../src/agent/tools/benchmark-analyze.js';
-import { createHttpPlatform } from '../src/platform/http-client.js';
-import { startSandbox } from '../src/platform/sandbox/sandbox.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import { startSandbox } from '@verdict/platform/sandbox/sandbox';
 import { envNumber, fmt, isMain, median, report } from './stats.js';
 import { query, runLoops } from './loops-kit.js';
 

@@ -2,7 +2,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { type EmbeddedDatabase, startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
+import { type EmbeddedDatabase, startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
 import { createDatabaseOn, startPrivatePostgres } from '../test/kit/database.js';
 import { processCpuMs } from './cpu.js';
 import { statFields } from '../test/kit/proc.js';

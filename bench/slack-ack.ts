@@ -9,7 +9,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { appMention } from '../test/kit/fakes/slack/index.js';
 import { startRemoteFakes } from './remote-fakes.js';
-import { generateWebhookSecret } from '../src/platform/webhooks.js';
+import { generateWebhookSecret } from '@verdict/contract/webhooks';
 import { createDb } from '../src/store/db.js';
 import { createWorkerWaker } from '../src/store/wake-workers.js';
 import { createLogger } from '../src/logger.js';

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { generateWebhookSecret, webhookHeaders } from '../src/platform/webhooks.js';
+import { generateWebhookSecret, webhookHeaders } from '@verdict/contract/webhooks';
 import { startRemoteFakes } from './remote-fakes.js';
 import { botEnv, spawnMain, TEAM } from './bot.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';

@@ -1,8 +1,8 @@
 // Fault scenarios: crashes, a Postgres restart, Slack and model outages, platform errors, webhook storms, replicas.
 import { sql } from 'kysely';
-import { startSandbox } from '../src/platform/sandbox/sandbox.js';
+import { startSandbox } from '@verdict/platform/sandbox/sandbox';
 import { freePortOutsideEphemeralRange } from '../test/kit/ports.js';
-import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
 import { ACTION_IDS } from '../src/slack/action-ids.js';
 import { sendBlockAction, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, type ScriptReply } from '../test/kit/fakes/anthropic/index.js';

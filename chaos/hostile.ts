@@ -1,7 +1,7 @@
 // Hostile-input scenarios: forged and replayed webhooks and Slack requests, prompt injection, oversized inputs.
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { webhookHeaders } from '../src/platform/webhooks.js';
+import { webhookHeaders } from '@verdict/contract/webhooks';
 import { allText, text, type Script } from '../test/kit/fakes/anthropic/index.js';
 import { appMention, postToBolt } from '../test/kit/fakes/slack/index.js';
 import { signSlackRequest } from '../test/kit/signing.js';

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { startBot } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { startEmbeddedPostgres } from '../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
 import { appMention, type FakeMessage, sendEvent, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';

@@ -9,16 +9,16 @@ import { WEBHOOK_PATH } from './http/server.js';
 import { createHomeScheduler } from './jobs/home-refresh.js';
 import { migrateJobEngine, type WorkerHandle } from './jobs/worker.js';
 import { createLogger, createScrubber, type SecretScrubber } from './logger.js';
-import type { Platform } from './platform/platform.js';
-import type { SandboxFaults, SandboxHandle } from './platform/sandbox/sandbox.js';
+import type { Platform } from '@verdict/contract/platform';
+import type { SandboxFaults, SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { assertPortFree } from './http/port.js';
 // The roles' modules are imported when a role starts: each process of `npm start` then loads only
 // what it runs (the parent neither Bolt nor the agent; the web role not the agent nor the engines).
 import type { WebRole } from './roles/web.js';
 import type { WorkerRole } from './roles/worker.js';
-import { describeError, redactUrl, StartupError } from './startup-error.js';
+import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 
 /** Both roles in one process (tests, benches, scripts); `npm start` runs them as separate processes. */
 export interface Bot {

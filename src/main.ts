@@ -7,7 +7,7 @@ import { createRootLogger, startRole } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { lowerProcessPriority } from './priority.js';
 import { PARENT_PID_ENV, startSupervisor, type RoleMessage } from './roles/supervisor.js';
-import { describeError } from './startup-error.js';
+import { describeError } from '@verdict/runtime/startup-error';
 
 interface Running {
   logger: Logger;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeError, redactUrl } from '../src/startup-error.js';
+import { describeError, redactUrl } from '@verdict/runtime/startup-error';
 
 describe('describeError', () => {
   it('never says "undefined" or prints an empty cause', () => {

@@ -1,19 +1,14 @@
 // The spend guard: gathers the facts of a launch, lets the pure spend policy decide, and stores what it allowed.
-import type { FailureCode } from '../errors.js';
 import { grantOfTrigger } from '../store/button-choices.js';
 import { findAuthorization, rememberAuthorization } from '../store/launch-authorizations.js';
 import { chatSpentCredits, lockWorkspaceSpending, spendingInPeriod } from '../store/spending.js';
 import { parsePlan, type PlanStepKind } from './plan.js';
-import { decideLaunch, type LaunchFacts } from './spend-policy.js';
+import { decideLaunch, type GuardDecision, type LaunchFacts } from './spend-policy.js';
 import type { ToolContext } from './tools/tool.js';
 
 import type { ButtonGrant, LaunchIntent, NextAction } from './reply.js';
 
-export type { ButtonGrant, LaunchIntent, NextAction };
-
-export type GuardDecision =
-  | { allowed: true; planStep: PlanStepKind | null; idempotencyKey: string }
-  | { allowed: false; code: FailureCode; reason: string; approval?: { intent: LaunchIntent; credits: number } };
+export type { ButtonGrant, GuardDecision, LaunchIntent, NextAction };
 
 export function mayApprove(ctx: Pick<ToolContext, 'chat' | 'config'>, userId: string | null): boolean {
   return userId !== null && (userId === ctx.chat.owner_user_id || ctx.config.spending.adminUserIds.includes(userId));

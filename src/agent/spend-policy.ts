@@ -2,7 +2,12 @@
 import { failure, type Failure, type FailureCode } from '../errors.js';
 import type { SpendingFigures } from '../store/spending.js';
 import { baselineRunId, findStep, nextStep, type Plan, type PlanStepKind } from './plan.js';
-import type { ButtonGrant, GuardDecision, LaunchIntent, NextAction } from './spend-guard.js';
+import type { ButtonGrant, LaunchIntent, NextAction } from './reply.js';
+
+/** What the policy decided: allowed (with the plan step it is and its idempotency key), or refused and why. */
+export type GuardDecision =
+  | { allowed: true; planStep: PlanStepKind | null; idempotencyKey: string }
+  | { allowed: false; code: FailureCode; reason: string; approval?: { intent: LaunchIntent; credits: number } };
 
 /**
  * What the trigger of the turn can authorize: `plan` (a platform event or the sweep: only the next

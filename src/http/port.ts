@@ -1,6 +1,6 @@
 // Whether a port can be listened on, and a listen failure named as the PORT setting's fault.
 import { createServer } from 'node:net';
-import { describeError, StartupError } from '../startup-error.js';
+import { describeError, StartupError } from '@verdict/runtime/startup-error';
 
 export function portError(port: number, error: unknown): Error {
   const code = (error as { code?: string }).code;

@@ -1,8 +1,8 @@
 // POST /webhooks/platform: verify, deduplicate by event id, and enqueue a trigger for the owning chat.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { FinishedStatus } from '../platform/contract.js';
-import { verifyWebhook, WebhookVerificationError } from '../platform/webhooks.js';
+import type { FinishedStatus } from '@verdict/contract/contract';
+import { verifyWebhook, WebhookVerificationError } from '@verdict/contract/webhooks';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { ingestPlatformEvents, type PlatformEventInput, type PlatformEventResult } from '../store/resource-events.js';

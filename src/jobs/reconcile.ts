@@ -1,7 +1,7 @@
 // The reconcile sweep: polls runs and trainings whose finish event is overdue and triggers the same turn.
 import cron from 'node-cron';
 import type { Logger } from 'pino';
-import { isFinishedStatus, type Platform } from '../platform/platform.js';
+import { isFinishedStatus, type Platform } from '@verdict/contract/platform';
 import type { Db } from '../store/db.js';
 import { enqueueSweptOutcome } from '../store/resource-events.js';
 import { listOverdueResources, updateResourceStatus } from '../store/resources.js';

@@ -7,11 +7,11 @@ import type { Logger } from 'pino';
 import { migrateDatabase } from '../app.js';
 import { SANDBOX_HOST_ENV, type Config } from '../config.js';
 import { WEBHOOK_PATH } from '../http/server.js';
-import { generateWebhookSecret } from '../platform/webhooks.js';
+import { generateWebhookSecret } from '@verdict/contract/webhooks';
 import { idleCpuGroupBeside, removeIdleCpuGroup } from '../priority.js';
-import { describeError, redactUrl, StartupError } from '../startup-error.js';
+import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb } from '../store/db.js';
-import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../store/embedded-postgres.js';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 import { assertPortFree } from '../http/port.js';
 
 /** What a role process tells its parent over IPC. */

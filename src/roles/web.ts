@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { portError } from '../http/port.js';
 import { sendJson, startHttpServer } from '../http/server.js';
 import { createWebhookRoute } from '../http/webhook-route.js';
-import { createHttpPlatform } from '../platform/http-client.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
 import { createSlackApp, type SlackApp } from '../slack/app.js';
 import type { ListenerDeps } from '../slack/listeners/index.js';
 import type { Db } from '../store/db.js';

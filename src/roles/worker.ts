@@ -15,11 +15,12 @@ import { RECONCILE_TASK } from '../jobs/task-names.js';
 import { createTaskList } from '../jobs/tasks.js';
 import { startWorker, type WorkerHandle } from '../jobs/worker.js';
 import type { SecretScrubber } from '../logger.js';
-import { inferenceFromConfig } from '../platform/engines/engine-setup.js';
-import { trainingFromConfig } from '../platform/engines/training-setup.js';
-import { createHttpPlatform } from '../platform/http-client.js';
-import type { Platform } from '../platform/platform.js';
-import { startSandbox, type SandboxFaults, type SandboxHandle } from '../platform/sandbox/sandbox.js';
+import { inferenceFromConfig } from '@verdict/platform/engines/engine-setup';
+import { trainingFromConfig } from '@verdict/platform/engines/training-setup';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import type { Platform } from '@verdict/contract/platform';
+import { followProcessPriority } from '../priority.js';
+import { startSandbox, type SandboxFaults, type SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { createHomePublisher } from '../slack/home.js';
 import { AgentSessions } from '../slack/agent-session.js';
 import { syncPlanMessage } from '../slack/plan-message.js';
@@ -85,6 +86,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
         ...(inference ? { inference } : {}),
         ...(training ? { training } : {}),
+        onDatabaseBackend: followProcessPriority,
       });
       const started = sandbox;
       cleanups.push(() => started.stop());

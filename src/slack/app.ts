@@ -5,7 +5,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { parse as parseQuery } from 'node:querystring';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { describeError, StartupError } from '../startup-error.js';
+import { describeError, StartupError } from '@verdict/runtime/startup-error';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
 import { formatLogArgs } from './log-format.js';
 

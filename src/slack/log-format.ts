@@ -1,6 +1,6 @@
 // Formats the variadic log calls of Bolt and the Slack Web API client for pino.
 import { inspect } from 'node:util';
-import { describeError } from '../startup-error.js';
+import { describeError } from '@verdict/runtime/startup-error';
 
 /** One readable string for Bolt's and the Web API's variadic log calls: objects inspected, never "[object Object]". */
 export function formatLogArgs(msg: unknown[]): string {

@@ -12,7 +12,8 @@ import type { Logger } from 'pino';
 import { derivePlanView, pollIntervalMs, resourcesToWatch, type LiveResource, type PlanView, type StoredResource } from '../agent/plan-progress.js';
 import { parsePlan } from '../agent/plan.js';
 import { createScrubber, type SecretScrubber } from '../logger.js';
-import type { Platform } from '../platform/platform.js';
+import type { Platform } from '@verdict/contract/platform';
+import { getChat } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { claimWrite, countPlanPostAttempt, holdWrites, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
@@ -91,7 +92,7 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
   const current = await readPlanMessage(db, teamId, chatId, pace.planUpdateIntervalMs, SLOT_VALID_MS);
   // Its turn among the workspace's plan updates is further on: nothing to read or draw before then.
   if (current.slotWaitMs !== undefined && current.slotWaitMs > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(current.slotWaitMs) };
-  const chat = await db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
+  const chat = await getChat(db, teamId, chatId);
   const plan = chat ? parsePlan(chat.plan) : undefined;
   if (!chat || !plan) return { outcome: 'no_plan' };
 

@@ -2,8 +2,8 @@
 import { sql } from 'kysely';
 import type { ButtonGrant } from '../agent/reply.js';
 import { BUTTON_FEEDBACK_TASK } from '../jobs/task-names.js';
-import { alreadyDoneText, type MadeChoice } from '../slack/blocks/button-choices.js';
-import type { OfferedChoice } from '../slack/blocks/reply.js';
+import { alreadyDoneText, type MadeChoice } from '../slack/choice-text.js';
+import type { OfferedChoice } from '../slack/offered-choices.js';
 import type { Db } from './db.js';
 import type { Trigger } from './tables.js';
 

@@ -11,6 +11,11 @@ export async function getChatOfTrigger(db: Db, triggerId: string): Promise<Chat 
     .executeTakeFirst();
 }
 
+/** A chat by its id, within its workspace. */
+export async function getChat(db: Db, teamId: string, chatId: string): Promise<Chat | undefined> {
+  return db.selectFrom('chats').selectAll().where('team_id', '=', teamId).where('id', '=', chatId).executeTakeFirst();
+}
+
 export async function findChatByThread(
   db: Db,
   teamId: string,

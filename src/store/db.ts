@@ -2,7 +2,8 @@
 import { Kysely, Migrator, PostgresDialect, sql, type MigrationResultSet, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../../migrations/index.js';
-import { createPgPool } from './pool.js';
+import { createPgPool } from '@verdict/runtime/pool';
+import { followProcessPriority } from '../priority.js';
 import type { Database } from './tables.js';
 
 export type Db = Kysely<Database>;
@@ -21,7 +22,15 @@ export function createDb(
   options: { max?: number; onError?: (error: Error) => void; applicationName?: string } = {},
 ): DbHandle {
   const pool = createPgPool(
-    { connectionString, max: options.max ?? 20, idleTimeoutMillis: 30_000, ...(options.applicationName ? { applicationName: options.applicationName } : {}) },
+    {
+      connectionString,
+      max: options.max ?? 20,
+      idleTimeoutMillis: 30_000,
+      ...(options.applicationName ? { applicationName: options.applicationName } : {}),
+      // A niced process (the worker role of npm start) does its database work at its own priority
+      // too, when Postgres runs on this machine: its queries then never outrank the web role's acks.
+      onBackend: followProcessPriority,
+    },
     (error) => options.onError?.(error),
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

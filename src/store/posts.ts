@@ -1,7 +1,7 @@
 // Slack posts as an outbox: written with the turn's other writes, delivered exactly once afterwards.
 import { sql } from 'kysely';
 import type { Reply } from '../agent/reply.js';
-import { offeredChoices } from '../slack/blocks/reply.js';
+import { offeredChoices } from '../slack/offered-choices.js';
 import { storeOfferedChoices } from './button-choices.js';
 import { relaxedCommit, relaxedCommitFrom, type Db } from './db.js';
 import type { Post } from './tables.js';

@@ -1,11 +1,11 @@
 // A platform event (webhook, sweep, or a receipt that beat its launch) becomes a trigger and its resource is marked notified.
 import { sql, type RawBuilder } from 'kysely';
-import type { FinishedStatus } from '../platform/contract.js';
+import type { FinishedStatus } from '@verdict/contract/contract';
 import type { Db } from './db.js';
 import type { ResourceKind } from './tables.js';
 import { addJobFromInserted } from './triggers.js';
 
-/** A finished resource's status: completed, failed or cancelled (src/platform/contract.ts). */
+/** A finished resource's status: completed, failed or cancelled (@verdict/contract/contract). */
 export type ResourceOutcome = FinishedStatus;
 
 /** One trigger per resource outcome, whether a webhook (even redelivered) or the sweep reports it. */

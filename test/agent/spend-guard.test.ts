@@ -9,7 +9,7 @@ import { handlerFor } from '../../src/agent/triggers/index.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
-import { offeredChoices } from '../../src/slack/blocks/reply.js';
+import { offeredChoices } from '../../src/slack/offered-choices.js';
 import { claimButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, markPostDelivered } from '../../src/store/posts.js';

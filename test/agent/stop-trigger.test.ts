@@ -7,7 +7,7 @@ import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { stopHandler, stopReplyText } from '../../src/agent/triggers/stop.js';
 import type { TriggerContext } from '../../src/agent/triggers/index.js';
 import { loadConfig } from '../../src/config.js';
-import type { Platform } from '../../src/platform/platform.js';
+import type { Platform } from '@verdict/contract/platform';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { claimStop } from '../../src/store/agent-sessions.js';
 import { upsertResource } from '../../src/store/resources.js';

@@ -8,7 +8,7 @@ import { defineTool, toolDefinitions, ToolError, type AgentTool } from '../../sr
 import { RetryLater, runTurn, type TurnDeps } from '../../src/agent/turn.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
-import { PlatformError } from '../../src/platform/errors.js';
+import { PlatformError } from '@verdict/contract/errors';
 import type { SlackPoster } from '../../src/slack/poster.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { enqueueSweptOutcome } from '../../src/store/resource-events.js';

@@ -1,6 +1,6 @@
 // End to end: a run cancelled on the platform wakes the thread, which says it was cancelled and what it cost, and nothing more is launched.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
 import { sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 

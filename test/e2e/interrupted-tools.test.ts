@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { within } from '../kit/wait.js';
-import { startSandbox, type SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
+import { startSandbox, type SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { createTestDatabase } from '../kit/database.js';
 import { type Harness, isVerdict, sandboxCounts, startHarness, waitForVerdict } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';

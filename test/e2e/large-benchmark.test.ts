@@ -3,7 +3,7 @@
 // platform's own per-question results.
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatCount } from '../../src/analysis/index.js';
-import type { Platform, QuestionResult } from '../../src/platform/platform.js';
+import type { Platform, QuestionResult } from '@verdict/contract/platform';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 import { sandboxCounts, startHarness, waitForVerdict, type Harness } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';

@@ -1,8 +1,8 @@
 // End to end: one message in, one verdict out, each step woken by the platform's signal.
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SandboxFaults } from '../../src/platform/sandbox/sandbox.js';
-import { webhookHeaders } from '../../src/platform/webhooks.js';
+import type { SandboxFaults } from '@verdict/platform/sandbox/sandbox';
+import { webhookHeaders } from '@verdict/contract/webhooks';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue, type Proportion } from '../../src/analysis/index.js';
 import { fetchOutcomes } from '../../src/agent/tools/benchmark-analyze.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';

@@ -4,7 +4,7 @@ import { getLlama, LlamaCompletion, type Llama, type LlamaModel } from 'node-lla
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { compareRuns, formatPercent, formatPoints, formatPointsRange, formatPValue } from '../../src/analysis/index.js';
 import type { QuestionOutcome } from '../../src/analysis/index.js';
-import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
+import { startLlamaServer, type LlamaServer } from '@verdict/platform/engines/llama-server';
 import { pythonWithoutTorch, pythonWithTorch, storiesFolders, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { CHANNEL, sandboxCounts, startHarness, type Harness } from '../kit/harness.js';
 import { waitUntil } from '../kit/wait.js';

@@ -3,7 +3,7 @@
 // request of the trained model's run, reloaded once after the server forgot it, and the comparison in the thread.
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
+import { startLlamaServer, type LlamaServer } from '@verdict/platform/engines/llama-server';
 import { pythonWithTorch, storiesFolders, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { backendGenerator } from '../kit/fakes/inference-backend.js';
 import { startFakeSglang, type FakeSglang } from '../kit/fakes/sglang.js';

@@ -2,7 +2,7 @@
 // platform, launches nothing after, says in the thread what was stopped and what it cost, and is
 // recorded in the Activity log; only the thread's owner or an admin can stop.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
 import { sendEvent } from '../kit/fakes/slack/index.js';
 import { CHANNEL, sandboxCounts, startHarness, TEAM, type Harness } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';

@@ -1,8 +1,9 @@
 // Engine configuration: defaults, one clear message naming a bad variable, and which engine runs go to.
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadEngineConfig } from '../../src/config.js';
-import { inferenceFromConfig } from '../../src/platform/engines/engine-setup.js';
+import { loadEngineConfig } from '@verdict/platform/config';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { inferenceFromConfig } from '@verdict/platform/engines/engine-setup';
 
 const base = { SLACK_BOT_TOKEN: 'xoxb-test-token', SLACK_SIGNING_SECRET: 'signing-secret', ANTHROPIC_API_KEY: 'test-api-key' };
 

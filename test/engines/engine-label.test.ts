@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { sandboxNote } from '../../src/agent/tools/launch-report.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
-import { endpointLabel } from '../../src/platform/engines/engine-setup.js';
+import { endpointLabel } from '@verdict/platform/engines/engine-setup';
 import { renderReply } from '../../src/slack/blocks/reply.js';
 
 const ctx = (sandbox: boolean, engine: string | null) => ({ sandbox, engine }) as unknown as ToolContext;

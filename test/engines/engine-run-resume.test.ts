@@ -5,9 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
-import { verifyWebhook } from '../../src/platform/webhooks.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import { verifyWebhook } from '@verdict/contract/webhooks';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { createTestDatabase } from '../kit/database.js';
 import { startFakeOpenAi } from '../kit/fakes/openai-faults.js';
 import { startReceiver, waitFor, waitForRun } from '../platform/helpers.js';
@@ -44,7 +44,7 @@ describe('engine run resume', () => {
     };
 
     async function launch(): Promise<{ child: ChildProcess; token: string; secret: string }> {
-      const child = spawn(process.execPath, await nodeArgs('src/platform/sandbox/cli.ts'), {
+      const child = spawn(process.execPath, await nodeArgs('packages/platform/src/sandbox/cli.ts'), {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

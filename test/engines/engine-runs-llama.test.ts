@@ -5,9 +5,9 @@ import path from 'node:path';
 import { getLlama, LlamaCompletion, LlamaLogLevel } from 'node-llama-cpp';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
-import { startLlamaServer, type LlamaServer } from '../../src/platform/engines/llama-server.js';
-import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
+import type { BenchmarkItem } from '@verdict/platform/benchmarks/index';
+import { startLlamaServer, type LlamaServer } from '@verdict/platform/engines/llama-server';
+import type { SandboxInferenceOptions } from '@verdict/platform/sandbox/sandbox';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../kit/engines.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 

@@ -1,11 +1,11 @@
 // Runs on a real inference engine through the sandbox platform, against the fault fake: stored answers, score, price, progress, events, failures.
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { priceRun } from '../../src/platform/contract.js';
-import { generationBudget } from '../../src/platform/engines/inference.js';
-import type { BenchmarkItem } from '../../src/platform/benchmarks/index.js';
-import { verifyWebhook } from '../../src/platform/webhooks.js';
-import type { SandboxInferenceOptions } from '../../src/platform/sandbox/sandbox.js';
+import { priceRun } from '@verdict/contract/contract';
+import { generationBudget } from '@verdict/platform/engines/inference';
+import type { BenchmarkItem } from '@verdict/platform/benchmarks/index';
+import { verifyWebhook } from '@verdict/contract/webhooks';
+import type { SandboxInferenceOptions } from '@verdict/platform/sandbox/sandbox';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../kit/fakes/openai-faults.js';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver, type TestSandbox } from '../platform/helpers.js';
 

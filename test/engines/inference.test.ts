@@ -6,7 +6,7 @@ import {
   estimateTokens,
   generationBudget,
   type InferenceEngine,
-} from '../../src/platform/engines/inference.js';
+} from '@verdict/platform/engines/inference';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../kit/fakes/openai-faults.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

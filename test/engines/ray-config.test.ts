@@ -3,9 +3,10 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadEngineConfig } from '../../src/config.js';
-import { trainingFromConfig } from '../../src/platform/engines/training-setup.js';
-import { SILENT_LOGGER } from '../../src/platform/sandbox/context.js';
+import { loadEngineConfig } from '@verdict/platform/config';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { trainingFromConfig } from '@verdict/platform/engines/training-setup';
+import { SILENT_LOGGER } from '@verdict/platform/sandbox/context';
 
 const base = { SLACK_BOT_TOKEN: 'xoxb-test-token', SLACK_SIGNING_SECRET: 'signing-secret', ANTHROPIC_API_KEY: 'test-api-key' };
 const dir = os.tmpdir();

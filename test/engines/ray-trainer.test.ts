@@ -4,9 +4,9 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rayMessage } from '../../src/platform/engines/ray-jobs.js';
-import { createRayTrainer, raySubmissionId, type RayTrainerOptions } from '../../src/platform/engines/ray-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../src/platform/engines/trainer.js';
+import { rayMessage } from '@verdict/platform/engines/ray-jobs';
+import { createRayTrainer, raySubmissionId, type RayTrainerOptions } from '@verdict/platform/engines/ray-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { pythonWithTorch, STORIES_MODEL_FILE } from '../kit/engines.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 

@@ -3,9 +3,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadEngineConfig } from '../../src/config.js';
-import { createTogetherTrainer } from '../../src/platform/engines/together-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS } from '../../src/platform/engines/trainer.js';
+import { loadEngineConfig } from '@verdict/platform/config';
+import { createTogetherTrainer } from '@verdict/platform/engines/together-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS } from '@verdict/platform/engines/trainer';
 import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const TOGETHER_MODEL = 'Qwen/Qwen2.5-0.5B-Instruct';

@@ -3,8 +3,8 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTogetherTrainer, togetherSuffix } from '../../src/platform/engines/together-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../src/platform/engines/trainer.js';
+import { createTogetherTrainer, togetherSuffix } from '@verdict/platform/engines/together-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const MODEL = 'meta-llama/Llama-3.2-1B-Instruct';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, migrateToLatest } from '../../src/store/db.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { createTestDatabase } from '../kit/database.js';
 
 const logger = createLogger({ level: 'silent', secrets: [] });

@@ -7,7 +7,7 @@ import { startPrivatePostgres } from '../kit/database.js';
 import { freePortOutsideEphemeralRange } from '../kit/ports.js';
 import { migrateJobEngine, startWorker, type WorkerHandle } from '../../src/jobs/worker.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 import { waitUntil } from '../kit/wait.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];

@@ -12,7 +12,7 @@ describe('the sources compiled for the tests', () => {
   it('runs the bot, the sandbox CLI and the fixtures from the run\'s compiled folder, as JavaScript', async () => {
     const root = inject('compiledRoot');
     expect(path.dirname(root)).toBe(ROOT);
-    for (const script of ['src/main.ts', 'src/platform/sandbox/cli.ts', 'test/store/fixtures/hold-postgres.ts']) {
+    for (const script of ['src/main.ts', 'packages/platform/src/sandbox/cli.ts', 'test/store/fixtures/hold-postgres.ts']) {
       const args = await nodeArgs(script);
       expect(args).toEqual(['--enable-source-maps', path.join(root, script.replace(/\.ts$/, '.js'))]);
     }

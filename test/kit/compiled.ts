@@ -2,39 +2,24 @@
 // sandbox's CLI, test fixtures): the file through tsx, or the same sources compiled once per test
 // run. tsx compiles each module with esbuild as it is imported, in loader hooks that Node 20 runs on
 // a thread of their own; a bot start (a parent and two role processes) spent most of its CPU there.
-// The test run's global setup compiles `src/`, `migrations/` and the tests' fixtures with that same
-// esbuild transform, once, and the tests start plain node on the output. The start-up tests that
+// The test run's global setup compiles `src/`, `migrations/`, the workspace packages and the tests'
+// fixtures with that same esbuild transform, once, and the tests start plain node on the output. The start-up tests that
 // stand for `npm start` still run `src/main.ts` through tsx.
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { build } from 'esbuild';
+import { buildJavaScript } from '../../scripts/build.js';
 import { removeFoldersOfGoneProcesses } from './proc.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
-const SOURCES = ['src/**/*.ts', 'migrations/**/*.ts', 'test/**/fixtures/**/*.ts'];
-
 /**
- * Compiles the sources into `<root>/<folder>/` (a folder at the root, as `dist/` is, so paths that a
- * module finds relative to itself, such as the trainer script, resolve the same). esbuild's per-file
- * transform with the project's tsconfig: what tsx runs, without the type check (`npm run typecheck`).
+ * Compiles the sources into `<root>/<folder>/` (a folder at the root, as `dist/` is) with
+ * `npm run build`'s own transform (scripts/build.ts), plus the tests' fixtures; the platform's
+ * trainer is linked, not copied.
  */
 export async function compileForTests(folder: string): Promise<{ root: string; remove(): Promise<void> }> {
-  const root = path.join(ROOT, folder);
-  await build({
-    absWorkingDir: ROOT,
-    entryPoints: SOURCES,
-    outdir: root,
-    outbase: ROOT,
-    bundle: false,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    sourcemap: 'inline',
-    tsconfig: path.join(ROOT, 'tsconfig.json'),
-    logLevel: 'error',
-  });
+  const root = await buildJavaScript({ outDir: path.join(ROOT, folder), extraSources: ['test/**/fixtures/**/*.ts'], assets: 'link' });
   return { root, remove: () => rm(root, { recursive: true, force: true }) };
 }
 

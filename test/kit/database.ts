@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/store/embedded-postgres.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 
 /** Makes a fresh empty database and returns its URL. */
 export type NewDatabase = () => Promise<string>;

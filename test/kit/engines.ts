@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { TRAINER_SCRIPT } from '../../src/platform/engines/pytorch-trainer.js';
+import { TRAINER_SCRIPT } from '@verdict/platform/engines/pytorch-trainer';
 
 /** stories260K.gguf, committed beside the test kit (test/kit/models/README.md: what it is, its source and licence). */
 export const STORIES_MODEL_FILE: string = path.resolve(import.meta.dirname, 'models/stories260K.gguf');

@@ -11,7 +11,7 @@ import { startBot, type Bot, type BotOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createDb, type Db, type DbHandle } from '../../src/store/db.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { PLAN_METADATA_TYPE } from '../../src/slack/plan-message.js';
 import { appMention, type FakeMessage, type PlanState, type FakeSlack, type FakeSlackOptions, sendEvent, type SendEventOptions, startFakeSlack, userMessage } from './fakes/slack/index.js';
 import { startScriptedAnthropic, type Script, type ScriptedAnthropic } from './fakes/anthropic/index.js';

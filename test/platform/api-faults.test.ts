@@ -1,9 +1,9 @@
 // API fault injection: injected errors and slowness, and how the client's retries and idempotency absorb them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformError } from '../../src/platform/errors.js';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
-import type { Platform } from '../../src/platform/platform.js';
-import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
+import { PlatformError } from '@verdict/contract/errors';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import type { Platform } from '@verdict/contract/platform';
+import type { SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { startTestSandbox } from './helpers.js';
 import { sleep } from '../kit/wait.js';
 

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformError } from '../../src/platform/errors.js';
-import type { Platform } from '../../src/platform/platform.js';
-import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
+import { PlatformError } from '@verdict/contract/errors';
+import type { Platform } from '@verdict/contract/platform';
+import type { SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { startTestSandbox } from './helpers.js';
 
 const jsonl = (...objects: object[]) => objects.map((o) => JSON.stringify(o)).join('\n') + '\n';

@@ -2,11 +2,11 @@
 import pg from 'pg';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { roundCredits, type WebhookEvent } from '../../src/platform/contract.js';
-import { PlatformError } from '../../src/platform/errors.js';
-import type { Platform, Run } from '../../src/platform/platform.js';
-import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
-import { verifyWebhook } from '../../src/platform/webhooks.js';
+import { roundCredits, type WebhookEvent } from '@verdict/contract/contract';
+import { PlatformError } from '@verdict/contract/errors';
+import type { Platform, Run } from '@verdict/contract/platform';
+import type { SandboxHandle } from '@verdict/platform/sandbox/sandbox';
+import { verifyWebhook } from '@verdict/contract/webhooks';
 import { sleep } from '../kit/wait.js';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, type Receiver } from './helpers.js';
 

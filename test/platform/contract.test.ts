@@ -1,11 +1,11 @@
 // Contract tests: the HTTP client against the sandbox over real HTTP, every endpoint and every error code.
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { priceRun } from '../../src/platform/contract.js';
-import { PlatformError } from '../../src/platform/errors.js';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
-import type { Platform, QuestionResult } from '../../src/platform/platform.js';
-import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
+import { priceRun } from '@verdict/contract/contract';
+import { PlatformError } from '@verdict/contract/errors';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import type { Platform, QuestionResult } from '@verdict/contract/platform';
+import type { SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { startTestSandbox, waitForRun, waitForTraining } from './helpers.js';
 
 async function expectPlatformError(promise: Promise<unknown>, code: string, status?: number): Promise<PlatformError> {

@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createTestDatabase } from '../kit/database.js';
 import { waitUntil } from '../kit/wait.js';
-import { createHttpPlatform, type HttpPlatformOptions } from '../../src/platform/http-client.js';
-import type { Platform } from '../../src/platform/platform.js';
-import { startSandbox, type SandboxHandle, type SandboxOptions } from '../../src/platform/sandbox/sandbox.js';
+import { createHttpPlatform, type HttpPlatformOptions } from '@verdict/contract/http-client';
+import type { Platform } from '@verdict/contract/platform';
+import { startSandbox, type SandboxHandle, type SandboxOptions } from '@verdict/platform/sandbox/sandbox';
 
 export interface TestSandbox {
   sandbox: SandboxHandle;

@@ -2,10 +2,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/store/embedded-postgres.js';
-import { PlatformError } from '../../src/platform/errors.js';
-import { createHttpPlatform, parseRetryAfter } from '../../src/platform/http-client.js';
-import type { RunWire } from '../../src/platform/contract.js';
+import { freePort } from '@verdict/runtime/embedded-postgres';
+import { PlatformError } from '@verdict/contract/errors';
+import { createHttpPlatform, parseRetryAfter } from '@verdict/contract/http-client';
+import type { RunWire } from '@verdict/contract/contract';
 
 interface Seen {
   method: string;

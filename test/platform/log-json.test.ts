@@ -1,6 +1,6 @@
 // The standalone sandbox's console lines keep what an error says (it printed {"err":{}} before).
 import { describe, expect, it } from 'vitest';
-import { logJson } from '../../src/platform/sandbox/log-json.js';
+import { logJson } from '@verdict/platform/sandbox/log-json';
 
 describe('logJson', () => {
   it('keeps the name, message and code of nested errors', () => {

@@ -2,10 +2,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../kit/database.js';
-import { createHttpPlatform } from '../../src/platform/http-client.js';
-import { startSandbox } from '../../src/platform/sandbox/sandbox.js';
-import { verifyWebhook } from '../../src/platform/webhooks.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { createHttpPlatform } from '@verdict/contract/http-client';
+import { startSandbox } from '@verdict/platform/sandbox/sandbox';
+import { verifyWebhook } from '@verdict/contract/webhooks';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { startReceiver, waitFor, waitForRun, type Receiver } from './helpers.js';
 import { nodeArgs } from '../kit/compiled.js';
 
@@ -72,7 +72,7 @@ describe('restart', () => {
     };
 
     async function launch(): Promise<{ child: ChildProcess; token: string; secret: string }> {
-      const child = spawn(process.execPath, await nodeArgs('src/platform/sandbox/cli.ts'), {
+      const child = spawn(process.execPath, await nodeArgs('packages/platform/src/sandbox/cli.ts'), {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

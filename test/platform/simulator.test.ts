@@ -1,14 +1,14 @@
 // Property tests of the simulated model: determinism, rerun noise near the configured rate, memorization vs held-out.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BASE_MODELS, BENCHMARKS, findBenchmark, questionAt, questionIndex } from '../../src/platform/sandbox/catalogue.js';
+import { BASE_MODELS, BENCHMARKS, findBenchmark, questionAt, questionIndex } from '@verdict/platform/sandbox/catalogue';
 import {
   memorizationProbability,
   perRunFlipProbability,
   splitFailures,
   summarizeRun,
   type ModelLineage,
-} from '../../src/platform/sandbox/simulator.js';
+} from '@verdict/platform/sandbox/simulator';
 
 const large = findBenchmark('305')!;
 const b104 = findBenchmark('104')!;

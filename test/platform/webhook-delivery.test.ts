@@ -1,10 +1,10 @@
 // Webhook delivery from the sandbox: signed events, retries while the receiver is down, and each webhook fault.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Platform, WebhookEvent } from '../../src/platform/platform.js';
-import type { SandboxHandle } from '../../src/platform/sandbox/sandbox.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
-import { verifyWebhook } from '../../src/platform/webhooks.js';
+import type { Platform, WebhookEvent } from '@verdict/contract/platform';
+import type { SandboxHandle } from '@verdict/platform/sandbox/sandbox';
+import { freePort } from '@verdict/runtime/embedded-postgres';
+import { verifyWebhook } from '@verdict/contract/webhooks';
 import { startReceiver, startTestSandbox, waitFor, waitForRun, waitForTraining, type Receiver } from './helpers.js';
 import { sleep } from '../kit/wait.js';
 

@@ -6,7 +6,7 @@ import {
   signWebhook,
   verifyWebhook,
   webhookHeaders,
-} from '../../src/platform/webhooks.js';
+} from '@verdict/contract/webhooks';
 import { signStandardWebhook } from '../kit/signing.js';
 
 const secret = generateWebhookSecret();

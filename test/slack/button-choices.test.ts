@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { ButtonGrant, Reply } from '../../src/agent/reply.js';
 import { capExceeded } from '../../src/agent/spend-policy.js';
 import { ACTION_IDS, indexedActionId } from '../../src/slack/action-ids.js';
-import { alreadyDoneText, retireChosen } from '../../src/slack/blocks/button-choices.js';
-import { offeredChoices, renderReply } from '../../src/slack/blocks/reply.js';
+import { retireChosen } from '../../src/slack/blocks/button-choices.js';
+import { alreadyDoneText } from '../../src/slack/choice-text.js';
+import { renderReply } from '../../src/slack/blocks/reply.js';
+import { offeredChoices } from '../../src/slack/offered-choices.js';
 import { canonicalJson, decodeButtonValue, encodeButtonValue, grantKey, parseGrant } from '../../src/slack/button-value.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 

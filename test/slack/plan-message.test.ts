@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/agent/plan.js';
-import type { Platform } from '../../src/platform/platform.js';
+import type { Platform } from '@verdict/contract/platform';
 import { PLAN_METADATA_TYPE, syncPlanMessage, type PlanMessengerDeps } from '../../src/slack/plan-message.js';
 import { createSlackClients } from '../../src/slack/poster.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';

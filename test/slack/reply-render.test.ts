@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { compareRuns, type QuestionOutcome } from '../../src/analysis/index.js';
 import { partsFromStored, type ComparisonPart, type Reply, type ReplyPart } from '../../src/agent/reply.js';
 import { ACTION_IDS } from '../../src/slack/action-ids.js';
-import { capBlocks, offeredChoices, renderReply } from '../../src/slack/blocks/reply.js';
+import { capBlocks, renderReply } from '../../src/slack/blocks/reply.js';
+import { offeredChoices } from '../../src/slack/offered-choices.js';
 import { SLACK_LIMITS } from '../../src/slack/limits.js';
 import { validateBlocks } from '../kit/fakes/slack/index.js';
 

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 // Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
 vi.setConfig({ testTimeout: 150_000 });
 import { STARTUP_RETRIES } from '../../src/slack/app.js';
-import { freePort } from '../../src/store/embedded-postgres.js';
+import { freePort } from '@verdict/runtime/embedded-postgres';
 import { startFakeSlack, startMiniSlack } from '../kit/fakes/slack/index.js';
 import { createTestDatabase } from '../kit/database.js';
 import { baseEnv, logLines, ROOT, runBot } from './run-bot.js';

@@ -8,8 +8,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 
 // Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
 vi.setConfig({ testTimeout: 150_000 });
-import { firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '../../src/store/embedded-postgres.js';
-import { StartupError } from '../../src/startup-error.js';
+import { firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
+import { StartupError } from '@verdict/runtime/startup-error';
 import { nodeArgs } from '../kit/compiled.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

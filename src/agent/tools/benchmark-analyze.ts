@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { failure } from '../../errors.js';
 import { compareRuns, formatPClause, formatPercent, formatPoints, formatPointsRange, questionChanges, type QuestionOutcome } from '../../analysis/index.js';
-import type { Platform, QuestionResult, Run } from '../../platform/platform.js';
+import type { Platform, QuestionResult, Run } from '@verdict/contract/platform';
 import { listChatResources, upsertResource } from '../../store/resources.js';
 import { chatTurnCosts } from '../../store/turns.js';
 import { currentPlan, savePlan } from '../chat-plan.js';

@@ -1,8 +1,8 @@
 // benchmark-details: a benchmark's name, size, categories, scoring and price; unknown ids list the others.
 import { z } from 'zod';
-import { priceTiers } from '../../platform/contract.js';
-import { isPlatformError } from '../../platform/errors.js';
-import type { BenchmarkPricing } from '../../platform/platform.js';
+import { priceTiers } from '@verdict/contract/contract';
+import { isPlatformError } from '@verdict/contract/errors';
+import type { BenchmarkPricing } from '@verdict/contract/platform';
 import { defineTool } from './tool.js';
 
 /** "4 credits per run", or the size tiers as the platform charges them: "up to 1B parameters 4 credits; larger models 12 credits". */

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
 import { failure } from '../../errors.js';
-import { isPlatformError } from '../../platform/errors.js';
+import { isPlatformError } from '@verdict/contract/errors';
 import type { SharedFile } from '../../store/trigger-files.js';
 import { listThreadFiles } from '../../store/triggers.js';
 import { defineTool, toolError, type ToolContext } from './tool.js';

@@ -1,7 +1,7 @@
 // benchmark-launch: starts a benchmark run on a model, after the spend guard agrees.
 import { z } from 'zod';
-import { priceRun } from '../../platform/contract.js';
-import { isPlatformError } from '../../platform/errors.js';
+import { priceRun } from '@verdict/contract/contract';
+import { isPlatformError } from '@verdict/contract/errors';
 import { authorizeLaunch } from '../spend-guard.js';
 import { benchmarkDetails } from './benchmark-details.js';
 import { refusalResult } from './launch-refusal.js';

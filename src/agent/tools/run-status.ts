@@ -1,6 +1,6 @@
 // run-status: a run's status, score per category and price, compactly.
 import { z } from 'zod';
-import type { Run } from '../../platform/platform.js';
+import type { Run } from '@verdict/contract/platform';
 import { requireOwnResource } from './own-resource.js';
 import { defineTool } from './tool.js';
 

@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import type { Platform } from '../../platform/platform.js';
+import type { Platform } from '@verdict/contract/platform';
 import type { Db } from '../../store/db.js';
 import type { Chat, Trigger, Turn } from '../../store/tables.js';
 import type { ReplyPart } from '../reply.js';

@@ -1,6 +1,6 @@
 // training-status: a LoRA training job's status, progress, price and produced model.
 import { z } from 'zod';
-import type { TrainingJob } from '../../platform/platform.js';
+import type { TrainingJob } from '@verdict/contract/platform';
 import { requireOwnResource } from './own-resource.js';
 import { defineTool } from './tool.js';
 

@@ -1,5 +1,5 @@
 // A platform event (run or training finished, failed or cancelled): fetch the resource, record it, advance the plan, say what is next.
-import type { Run, TrainingJob } from '../../platform/platform.js';
+import type { Run, TrainingJob } from '@verdict/contract/platform';
 import { rearmResourceEvent } from '../../store/resource-events.js';
 import { findResourceByPlatformId, updateResourceStatus } from '../../store/resources.js';
 import { currentPlan, savePlan } from '../chat-plan.js';

@@ -1,8 +1,8 @@
 // Slack's Stop button on the thread's agent session: only the owner or an admin; cancels what runs
 // on the platform, closes the plan and the open buttons, and says in code what was stopped and what it cost.
 import { failure } from '../../errors.js';
-import { isPlatformError } from '../../platform/errors.js';
-import type { Run, TrainingJob } from '../../platform/platform.js';
+import { isPlatformError } from '@verdict/contract/errors';
+import type { Run, TrainingJob } from '@verdict/contract/platform';
 import { chatCosts, claimStop, closeOpenChoices, listWorkingResources } from '../../store/agent-sessions.js';
 import { updateResourceStatus } from '../../store/resources.js';
 import type { Resource } from '../../store/tables.js';

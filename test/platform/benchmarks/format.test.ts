@@ -11,7 +11,7 @@ import {
   renderPrompt,
   scoreAnswer,
   type BenchmarkItem,
-} from '../../../src/platform/benchmarks/index.js';
+} from '@verdict/platform/benchmarks/index';
 
 const lines = (...objects: unknown[]) => objects.map((o) => (typeof o === 'string' ? o : JSON.stringify(o))).join('\n');
 

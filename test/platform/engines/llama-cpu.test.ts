@@ -1,6 +1,6 @@
 // The CPU tokenizing backend is loaded once per process and shared by every trainer.
 import { describe, expect, it } from 'vitest';
-import { loadCpuLlama } from '../../../src/platform/engines/llama-cpu.js';
+import { loadCpuLlama } from '@verdict/platform/engines/llama-cpu';
 
 describe('loadCpuLlama', () => {
   it('gives every caller the same instance, so trainers add no backend or exit hook of their own', async () => {

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { getLlama, JinjaTemplateChatWrapper, LlamaChat, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLlamaServer, type LlamaServer } from '../../../src/platform/engines/llama-server.js';
-import { createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
+import { startLlamaServer, type LlamaServer } from '@verdict/platform/engines/llama-server';
+import { createPytorchTrainer } from '@verdict/platform/engines/pytorch-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS } from '@verdict/platform/engines/trainer';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { withStringMetadata } from './fixtures/gguf-metadata.js';
 

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAINER_SCRIPT, createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
+import { TRAINER_SCRIPT, createPytorchTrainer } from '@verdict/platform/engines/pytorch-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { peftFolderProblem } from '../../kit/fakes/inference-backend.js';
 import { pythonWithTorch, STORIES_MODEL_FILE } from '../../kit/engines.js';
 

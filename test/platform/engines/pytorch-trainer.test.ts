@@ -12,8 +12,8 @@ import {
   createPytorchTrainer,
   cudaMissingReason,
   tokenizeExample,
-} from '../../../src/platform/engines/pytorch-trainer.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '../../../src/platform/engines/trainer.js';
+} from '@verdict/platform/engines/pytorch-trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { nodeArgs } from '../../kit/compiled.js';
 

@@ -1,0 +1,356 @@
+// The bundled trainer: LoRA with PyTorch on the CPU or a CUDA GPU (trainer/lora_train.py), supervised as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import { loadCpuLlama } from './llama-cpu.js';
+import { z } from 'zod';
+import {
+  DEFAULT_LORA_HYPERPARAMETERS,
+  peftAdapterDir,
+  type Trainer,
+  type TrainerDevice,
+  type TrainerEvent,
+  type TrainerJob,
+  type TrainingExample,
+  type TrainingSpec,
+} from './trainer.js';
+
+/** The platform package's trainer/lora_train.py: two folders up from src/engines/, in the sources and in a build alike. */
+export const TRAINER_SCRIPT = fileURLToPath(new URL('../../trainer/lora_train.py', import.meta.url));
+
+export interface TrainerLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface PytorchTrainerOptions {
+  /** A python that has torch and numpy (`TRAINER_PYTHON`); by default `python3`, then `/usr/bin/python3`. */
+  python?: string;
+  threads: number;
+  logger?: TrainerLogger;
+  /** node-llama-cpp instance to tokenize with; one is created on first use otherwise. */
+  llama?: Llama;
+  /** Time a cancelled trainer gets after SIGTERM before SIGKILL. */
+  killGraceMs?: number;
+  /** `TRAINER_DEVICE`. Default auto: CUDA when torch finds it, else the CPU. */
+  device?: TrainerDevice;
+}
+
+type Done = Extract<TrainerEvent, { type: 'completed' | 'failed' }>;
+
+const DEFAULT_PYTHONS = ['python3', '/usr/bin/python3'];
+const INSTALL_HINT =
+  'Install PyTorch for Python 3 (Debian/Ubuntu: `apt-get install python3-torch`; otherwise `pip install torch numpy`) ' +
+  'or set TRAINER_PYTHON to a python that has it.';
+
+/** One JSON line the bundled trainer prints on stdout. */
+export const trainerEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('started'), device: z.string(), torch: z.string().optional() }),
+  z.object({
+    type: z.literal('progress'),
+    step: z.number().int(),
+    totalSteps: z.number().int(),
+    epoch: z.number().int(),
+    loss: z.number(),
+  }),
+  z.object({
+    type: z.literal('completed'),
+    adapterPath: z.string(),
+    metrics: z.object({ finalLoss: z.number(), steps: z.number().int(), seconds: z.number() }),
+  }),
+  z.object({ type: z.literal('failed'), message: z.string() }),
+]);
+
+const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1) });
+
+export interface TokenizedExample {
+  prompt: Token[];
+  completion: Token[];
+}
+
+/**
+ * The prompt's tokens as a completion endpoint on node-llama-cpp feeds them (`LlamaCompletion`): the BOS
+ * token when the model wants one, then the text without an added leading space.
+ */
+export function completionPromptTokens(model: LlamaModel, prompt: string): Token[] {
+  const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
+  const text = model.tokenize(prompt, false, bos != null ? 'trimLeadingSpace' : undefined);
+  return bos != null ? [bos, ...text] : text;
+}
+
+/**
+ * Prompt tokens exactly as inference sends them, and completion tokens that continue them: the tail of
+ * tokenizing prompt+completion together when the prompt's tokens are its prefix (the natural
+ * tokenization), else the completion tokenized on its own (the prompt cannot change at inference).
+ */
+export function tokenizeExample(model: LlamaModel, example: TrainingExample): TokenizedExample {
+  const prompt = completionPromptTokens(model, example.prompt);
+  const joint = completionPromptTokens(model, example.prompt + example.completion);
+  const isPrefix = joint.length > prompt.length && prompt.every((token, i) => joint[i] === token);
+  const completion = isPrefix ? joint.slice(prompt.length) : model.tokenize(example.completion, false, 'trimLeadingSpace');
+  return { prompt, completion };
+}
+
+/** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
+export function cudaMissingReason(python: string, torchVersion: string): string {
+  return `TRAINER_DEVICE=cuda, but the torch of ${python} (${torchVersion}) finds no CUDA GPU (a CPU-only build, or no GPU or driver on this machine); set TRAINER_DEVICE=cpu or auto, or TRAINER_PYTHON to a python whose torch has CUDA`;
+}
+
+async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean } | { ok: false; why: string }> {
+  return new Promise((resolve) => {
+    let out = '';
+    let err = '';
+    const child = spawn(python, [TRAINER_SCRIPT, '--check'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve({ ok: false, why: error.code === 'ENOENT' ? `${python} was not found` : `${python} could not start (${error.message})` });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0 && /"torch"/.test(out)) {
+        try {
+          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown };
+          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true });
+        } catch {
+          return resolve({ ok: false, why: `${python} printed something else than the torch check's answer` });
+        }
+      }
+      const missing = /No module named '([^']+)'/.exec(err)?.[1];
+      resolve({
+        ok: false,
+        why: missing ? `${python} has no ${missing} module` : `${python} failed the torch check (exit code ${code ?? 'none'})`,
+      });
+    });
+  });
+}
+
+function jobFailed(message: string): TrainerJob {
+  const event: Done = { type: 'failed', message };
+  return { done: Promise.resolve(event), cancel: async () => undefined };
+}
+
+/** The dataset file's examples, or why it cannot be trained on (in the user's words). */
+export async function readExamples(datasetPath: string): Promise<{ ok: true; examples: TrainingExample[] } | { ok: false; message: string }> {
+  let text: string;
+  try {
+    text = await readFile(datasetPath, 'utf8');
+  } catch (error) {
+    return { ok: false, message: `the training dataset could not be read: ${(error as Error).message}` };
+  }
+  const examples: TrainingExample[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === '') continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      return { ok: false, message: `training dataset line ${i + 1} is not JSON` };
+    }
+    const result = exampleSchema.safeParse(parsed);
+    if (!result.success) {
+      return { ok: false, message: `training dataset line ${i + 1} needs a string "prompt" and a non-empty string "completion"` };
+    }
+    examples.push(result.data);
+  }
+  if (examples.length === 0) return { ok: false, message: 'the training dataset has no examples' };
+  return { ok: true, examples };
+}
+
+/**
+ * Creates the bundled PyTorch LoRA trainer (trainer/lora_train.py). `onEvent` receives progress
+ * events; the outcome (`completed` only once the adapter file exists, or `failed`) comes through `done`.
+ * Bad input (no torch, unreadable dataset, missing model) resolves `done` with `failed` at once.
+ */
+export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
+  const candidates = opts.python ? [opts.python] : DEFAULT_PYTHONS;
+  const logger = opts.logger;
+  const killGraceMs = opts.killGraceMs ?? 5_000;
+  const device = opts.device ?? 'auto';
+  let found: { python: string; torch: string; cuda: boolean } | null = null;
+  let llamaPromise: Promise<Llama> | null = opts.llama ? Promise.resolve(opts.llama) : null;
+
+  async function findPython(): Promise<{ ok: true; python: string } | { ok: false; reason: string; kind?: 'settings' }> {
+    if (found) return deviceChecked(found);
+    const reasons: string[] = [];
+    for (const python of candidates) {
+      const probe = await probePython(python);
+      if (probe.ok) {
+        found = { python, torch: probe.torch, cuda: probe.cuda };
+        return deviceChecked(found);
+      }
+      reasons.push(probe.why);
+    }
+    return {
+      ok: false,
+      reason: `Training needs Python 3 with PyTorch and numpy, and none was found (${reasons.join('; ')}). ${INSTALL_HINT}`,
+    };
+  }
+
+  function deviceChecked(python: { python: string; torch: string; cuda: boolean }): { ok: true; python: string } | { ok: false; reason: string; kind: 'settings' } {
+    if (device === 'cuda' && !python.cuda) return { ok: false, reason: cudaMissingReason(python.python, python.torch), kind: 'settings' };
+    return { ok: true, python: python.python };
+  }
+
+  async function tokenize(spec: TrainingSpec, examples: TrainingExample[]): Promise<TokenizedExample[]> {
+    llamaPromise ??= loadCpuLlama();
+    const llama = await llamaPromise;
+    const model = await llama.loadModel({ modelPath: spec.baseModelPath, vocabOnly: true });
+    try {
+      return examples.map((example) => tokenizeExample(model, example));
+    } finally {
+      await model.dispose();
+    }
+  }
+
+  return {
+    /** The device in use once the python was probed (`auto` is the CPU until then). */
+    get label() {
+      const cuda = device === 'cuda' || (device === 'auto' && found?.cuda === true);
+      return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+    },
+
+    async availability() {
+      const result = await findPython();
+      if (result.ok) return { ok: true };
+      return { ok: false, reason: result.reason, ...(result.kind ? { kind: result.kind } : {}) };
+    },
+
+    async start(spec, onEvent) {
+      const python = await findPython();
+      if (!python.ok) return jobFailed(python.reason);
+      const read = await readExamples(spec.datasetPath);
+      if (!read.ok) return jobFailed(read.message);
+      try {
+        await stat(spec.baseModelPath);
+      } catch {
+        return jobFailed(`the base model file ${spec.baseModelPath} does not exist`);
+      }
+      let tokenized: TokenizedExample[];
+      try {
+        tokenized = await tokenize(spec, read.examples);
+      } catch (error) {
+        return jobFailed(`the base model could not be read for tokenizing: ${(error as Error).message}`);
+      }
+
+      const tokensPath = path.join(spec.workDir, 'tokens.jsonl');
+      const specPath = path.join(spec.workDir, 'spec.json');
+      try {
+        await mkdir(spec.workDir, { recursive: true });
+        await writeFile(tokensPath, tokenized.map((example) => JSON.stringify(example)).join('\n') + '\n');
+        await writeFile(
+          specPath,
+          JSON.stringify(
+            {
+              jobId: spec.jobId,
+              baseModelPath: spec.baseModelPath,
+              tokensPath,
+              adapterPath: spec.adapterPath,
+              peftAdapterDir: peftAdapterDir(spec.adapterPath),
+              ...(spec.baseModelId ? { baseModelName: spec.baseModelId } : {}),
+              device,
+              threads: spec.threads || opts.threads,
+              hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...spec.hyperparameters },
+            },
+            null,
+            2,
+          ),
+        );
+      } catch (error) {
+        return jobFailed(`the trainer's work folder ${spec.workDir} could not be written: ${(error as Error).message}`);
+      }
+      return supervise(python.python, specPath, spec, onEvent);
+    },
+  };
+
+  // No `stopOrphan` here: the subprocess dies with the platform process that started it
+  // (lora_train.py's watch_parent: PR_SET_PDEATHSIG, and a check of its parent every 0.5 s), so a
+  // training no process follows has no job left running.
+  function supervise(python: string, specPath: string, spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): TrainerJob {
+    const child: ChildProcess = spawn(python, [TRAINER_SCRIPT, '--spec', specPath], {
+      cwd: spec.workDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(spec.threads || opts.threads) },
+    });
+    logger?.info({ jobId: spec.jobId, pid: child.pid, python }, 'trainer started');
+    let last: Done | null = null;
+    let cancelled = false;
+    const stderrTail: string[] = [];
+
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.trim() === '') return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        logger?.warn({ jobId: spec.jobId, line }, 'trainer printed a line that is not JSON');
+        return;
+      }
+      const event = trainerEventSchema.safeParse(parsed);
+      if (!event.success) {
+        logger?.warn({ jobId: spec.jobId, line }, 'trainer printed an unknown event');
+        return;
+      }
+      if (event.data.type === 'started') logger?.info({ jobId: spec.jobId, device: event.data.device, torch: event.data.torch }, 'trainer computing');
+      else if (event.data.type === 'progress') onEvent(event.data);
+      else last = event.data;
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      stderrTail.push(line);
+      if (stderrTail.length > 20) stderrTail.shift();
+      logger?.warn({ jobId: spec.jobId, stderr: line }, 'trainer stderr');
+    });
+
+    const done = new Promise<Done>((resolve) => {
+      child.on('error', (error) => {
+        resolve({ type: 'failed', message: `the trainer could not start: ${error.message}` });
+      });
+      child.on('close', (code, signal) => {
+        void (async (): Promise<Done> => {
+          if (cancelled) return { type: 'failed', message: 'training cancelled' };
+          const final = last as Done | null;
+          if (final?.type === 'completed' && code === 0) {
+            try {
+              await stat(final.adapterPath);
+              return final;
+            } catch {
+              return { type: 'failed', message: `the trainer reported an adapter at ${final.adapterPath} but wrote none` };
+            }
+          }
+          if (final?.type === 'failed') return final;
+          const tail = stderrTail.slice(-3).join(' | ');
+          return {
+            type: 'failed',
+            message: `the trainer exited ${signal ? `on signal ${signal}` : `with code ${code}`} before finishing${tail ? `: ${tail}` : ''}`,
+          };
+        })().then((event) => {
+          logger?.info({ jobId: spec.jobId, code, signal, outcome: event.type }, 'trainer exited');
+          resolve(event);
+        });
+      });
+    });
+
+    return {
+      done,
+      async cancel() {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        cancelled = true;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), killGraceMs);
+        await done;
+        clearTimeout(timer);
+      },
+    };
+  }
+}
