@@ -138,7 +138,7 @@ def train(spec, parent):
     import torch
     from gguf import GgufFile, write_gguf
     from model import ARCHS, SUPPORTED_ARCHITECTURES, LlamaModel, resolve_targets
-    from peft_folder import adapter_config, peft_tensors, write_peft_folder
+    from peft_folder import adapter_config, peft_layout_problem, peft_tensors, write_peft_folder
 
     started = time.time()
     torch.set_num_threads(spec["threads"])
@@ -233,6 +233,11 @@ def train(spec, parent):
     if not parent_alive(parent):
         os._exit(3)
     peft_dir = spec.get("peftAdapterDir")
+    peft_problem = peft_layout_problem(model.arch, model.n_layer) if peft_dir else None
+    if peft_problem:
+        # The GGUF adapter still serves on llama.cpp; a vLLM/SGLang load finds no folder and says so.
+        sys.stderr.write("no Hugging Face PEFT folder written: %s\n" % peft_problem)
+        peft_dir = None
     if peft_dir:
         # Before the GGUF: the GGUF's presence is what says the adapter is complete.
         config = adapter_config(hp["rank"], hp["alpha"], sorted({short for _, short, _, _ in loras}),

@@ -58,11 +58,28 @@ def safetensors_bytes(tensors, metadata=None):
     return len(text).to_bytes(8, "little") + text + b"".join(blobs)
 
 
+# gemma3's 4B, 12B and 27B (34, 48, 62 blocks, as llama.cpp tells the sizes apart) are the multimodal
+# Gemma3ForConditionalGeneration, whose decoder layers sit under a language_model prefix that differs
+# between transformers versions: no PEFT folder is written for them rather than one a server misreads.
+_MULTIMODAL_LAYERS = {"gemma3": (34, 48, 62)}
+
+
+def peft_layout_problem(arch, n_layer):
+    """Why the PEFT folder cannot be written for this model, or None when it can."""
+    if arch not in HF_MODULES_BY_ARCH:
+        return "no Hugging Face PEFT layout is known for architecture %r (known: %s)" % (
+            arch, ", ".join(sorted(HF_MODULES_BY_ARCH)))
+    if n_layer in _MULTIMODAL_LAYERS.get(arch, ()):
+        return ("a %s model with %d blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module "
+                "paths the trainer does not write; the GGUF adapter is complete" % (arch, n_layer))
+    return None
+
+
 def hf_modules(arch):
     """The GGUF -> Hugging Face module names of `arch`; raises ValueError for one without a PEFT layout here."""
-    if arch not in HF_MODULES_BY_ARCH:
-        raise ValueError("no Hugging Face PEFT layout is known for architecture %r (known: %s)"
-                         % (arch, ", ".join(sorted(HF_MODULES_BY_ARCH))))
+    problem = peft_layout_problem(arch, None)
+    if problem:
+        raise ValueError(problem)
     return HF_MODULES_BY_ARCH[arch]
 
 
