@@ -264,6 +264,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       } catch {
         return jobFailed(`the base model file ${spec.baseModelPath} does not exist`);
       }
+      const problem = await trainableModelProblem(spec.baseModelPath);
+      if (problem) return jobFailed(problem);
       let tokenized: TokenizedExample[];
       try {
         tokenized = await tokenize(spec, read.examples);
