@@ -145,6 +145,7 @@ def train(spec, parent):
     torch.set_num_interop_threads(1)
     torch.manual_seed(spec["seed"])
     hp = spec["hyperparameters"]
+    device = pick_device(torch, spec["device"])
     base = GgufFile(spec["baseModelPath"])
     arch = base.get("general.architecture")
     if arch not in ARCHS:
@@ -154,7 +155,6 @@ def train(spec, parent):
     except ValueError as e:
         raise SpecError(str(e))
 
-    device = pick_device(torch, spec["device"])
     emit({"type": "started", "device": device, "torch": torch.__version__})
     model = LlamaModel(base).to(device)
     vocab = model.tok_embd.shape[0]
