@@ -239,6 +239,23 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
     expect(await job.done).toEqual({ type: 'failed', message: 'unknown target module(s) mlp; choose from attn_qkv, attn_output, ffn_up, ffn_down' });
   });
 
+  it('PEFT: a layout for every trainable architecture; a multimodal Gemma 3 (by its block count) gets none, saying why', async () => {
+    const script = [
+      'import sys, json; sys.path.insert(0, sys.argv[1])',
+      'from peft_folder import peft_layout_problem',
+      'print(json.dumps([peft_layout_problem(a, n) for a, n in json.loads(sys.argv[2])]))',
+    ].join('\n');
+    const cases = [...TRAINABLE_ARCHITECTURES.map((arch) => [arch, 26]), ['gemma3', 34], ['gemma3', 62], ['mamba', 2]];
+    const { stdout } = await execFileAsync(PYTHON!, ['-c', script, path.dirname(TRAINER_SCRIPT), JSON.stringify(cases)]);
+    const problems = JSON.parse(stdout) as Array<string | null>;
+    expect(problems.slice(0, TRAINABLE_ARCHITECTURES.length)).toEqual(TRAINABLE_ARCHITECTURES.map(() => null));
+    expect(problems.slice(-3)).toEqual([
+      'a gemma3 model with 34 blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module paths the trainer does not write; the GGUF adapter is complete',
+      'a gemma3 model with 62 blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module paths the trainer does not write; the GGUF adapter is complete',
+      "no Hugging Face PEFT layout is known for architecture 'mamba' (known: gemma2, gemma3, llama, phi3, qwen2, qwen3)",
+    ]);
+  });
+
   it('attention: the manual path (the only one torch 1.13 has) is the default there; sdpa is refused clearly without it, and both agree where torch has both', async () => {
     const { stdout } = await execFileAsync(PYTHON!, ['-c', 'import torch.nn.functional as F; print(hasattr(F, "scaled_dot_product_attention"))']);
     const hasSdpa = stdout.trim() === 'True';
