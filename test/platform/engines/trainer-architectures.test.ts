@@ -277,6 +277,28 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
       expect(worst).toBeLessThan(1e-5);
     }
     if (!hasSdpa) console.warn('[trainer-architectures] this torch has no scaled_dot_product_attention: the sdpa-against-manual comparison runs where torch >= 2.0 is installed');
+
+    // The call into SDPA (q prescaled to the architecture's scale, the window as an additive mask),
+    // checked against the kernel's documented formula where torch has no kernel: softmax(q k^T / sqrt(d) + mask) v.
+    const script = [
+      'import sys, json, math; sys.path.insert(0, sys.argv[1])',
+      'import torch, model',
+      'from gguf import GgufFile',
+      'if not model.HAS_SDPA:',
+      '    model.F.scaled_dot_product_attention = lambda q, k, v, attn_mask=None: torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + attn_mask, dim=-1) @ v',
+      '    model.HAS_SDPA = True',
+      'out = []',
+      'for path in sys.argv[2:]:',
+      '    m = model.LlamaModel(GgufFile(path))',
+      '    tokens = torch.tensor([list(range(1, 40))])',
+      '    with torch.no_grad():',
+      '        m.attention = "manual"; manual = m(tokens)',
+      '        m.attention = "sdpa"; sdpa = m(tokens)',
+      '    out.append(float((manual - sdpa).abs().max()))',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const { stdout: diffs } = await execFileAsync(PYTHON!, ['-c', script, path.dirname(TRAINER_SCRIPT), files.gemma3, files.qwen3, files.llama3]);
+    for (const diff of JSON.parse(diffs) as number[]) expect(diff).toBeLessThan(1e-4);
   }, 60_000);
 });
 
