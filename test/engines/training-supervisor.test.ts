@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '@verdict/contract/errors';
 import type { AdapterRegistration } from '@verdict/platform/engines/lora-adapters';
 import type { Trainer } from '@verdict/platform/engines/trainer';
+import { trainableModelProblem } from '@verdict/platform/engines/pytorch-trainer';
 import { createHttpPlatform } from '@verdict/contract/http-client';
 import type { Platform } from '@verdict/contract/platform';
 import type { SandboxTrainingOptions } from '@verdict/platform/sandbox/sandbox';
@@ -250,7 +251,55 @@ describe('real trainings under the training supervisor', () => {
     expect(count.rows[0].n).toBe(0);
     expect(state.starts).toHaveLength(0);
   });
+
+  it('a base model of an architecture the trainer cannot build is refused at the estimate and the launch, naming the supported ones; nothing is created or charged', async () => {
+    // A GGUF whose header names a recurrent architecture (no tensors: the header is all that is read).
+    await writeFile(path.join(setup.dir, `${BASE}.gguf`), ggufHeaderOnly({ 'general.architecture': 'mamba', 'general.name': 'tiny mamba' }));
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
+    const { trainer, state } = testTrainer();
+    const { platform } = await start({ ...trainer, baseModelProblem: trainableModelProblem });
+    const dataset = await platform.buildDataset({ runId }, 'ds');
+    const balance = await platform.getBalance();
+    for (const call of [
+      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
+      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
+    ]) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isPlatformError(error)).toBe(true);
+      if (!isPlatformError(error)) continue;
+      expect(error.code).toBe('engine_unavailable');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toMatch(/^POST \/api\/v1\/trainings(\/estimate)?: /);
+      expect(error.message).toContain(
+        `training ${BASE} is not possible: the base model ${BASE}.gguf is a mamba model; the bundled trainer trains gemma2, gemma3, llama, phi3, qwen2, qwen3 models`,
+      );
+    }
+    expect(await platform.getBalance()).toEqual(balance);
+    const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+    const count = await pool.query('SELECT count(*)::int AS n FROM sandbox.trainings');
+    await pool.end();
+    expect(count.rows[0].n).toBe(0);
+    expect(state.starts).toHaveLength(0);
+
+    // The same file naming a trainable architecture passes the check and trains.
+    await writeFile(path.join(setup.dir, `${BASE}.gguf`), ggufHeaderOnly({ 'general.architecture': 'qwen3', 'general.name': 'tiny qwen3' }));
+    const job = await platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'two');
+    expect((await waitForTraining(platform, job.id)).status).toBe('completed');
+    expect(state.starts).toHaveLength(1);
+  });
 });
+
+/** A GGUF v3 file of string metadata only, no tensors. */
+function ggufHeaderOnly(kv: Record<string, string>): Buffer {
+  const u32 = (n: number) => Buffer.from(Uint32Array.of(n).buffer);
+  const u64 = (n: number) => Buffer.from(BigUint64Array.of(BigInt(n)).buffer);
+  const str = (s: string) => Buffer.concat([u64(Buffer.byteLength(s)), Buffer.from(s)]);
+  const entries = Object.entries(kv).map(([key, value]) => Buffer.concat([str(key), u32(8), str(value)]));
+  return Buffer.concat([Buffer.from('GGUF'), u32(3), u64(0), u64(entries.length), ...entries]);
+}
 
 interface Child {
   platform: Platform;

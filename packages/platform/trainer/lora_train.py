@@ -3,8 +3,9 @@
 Usage:
   lora_train.py --spec spec.json      train; progress as JSON lines on stdout
   lora_train.py --check               prints {"torch", "numpy", "cuda"} when both are installed
-  lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N]
-                                      greedy continuation token ids (checks the forward pass)
+  lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N] [--probabilities]
+                                      greedy continuation token ids, and with --probabilities the
+                                      next-token distribution before each (checks the forward pass)
 
 The spec (JSON): jobId, baseModelPath, tokensPath (JSONL, one {"prompt": [ids], "completion": [ids]}
 a line; loss on the completion ids only), adapterPath, threads, hyperparameters {rank, alpha,
@@ -136,21 +137,25 @@ def train(spec, parent):
     import numpy as np
     import torch
     from gguf import GgufFile, write_gguf
-    from model import LINEAR_NAMES, LlamaModel
-    from peft_folder import adapter_config, peft_tensors, write_peft_folder
+    from model import ARCHS, SUPPORTED_ARCHITECTURES, LlamaModel, resolve_targets
+    from peft_folder import adapter_config, peft_layout_problem, peft_tensors, write_peft_folder
 
     started = time.time()
     torch.set_num_threads(spec["threads"])
     torch.set_num_interop_threads(1)
     torch.manual_seed(spec["seed"])
     hp = spec["hyperparameters"]
-    unknown = [m for m in hp["targetModules"] if m not in LINEAR_NAMES]
-    if unknown:
-        raise SpecError("unknown target module(s) %s; choose from %s" % (", ".join(unknown), ", ".join(LINEAR_NAMES)))
-
     device = pick_device(torch, spec["device"])
-    emit({"type": "started", "device": device, "torch": torch.__version__})
     base = GgufFile(spec["baseModelPath"])
+    arch = base.get("general.architecture")
+    if arch not in ARCHS:
+        raise SpecError("the model's architecture is %r; the trainer supports %s" % (arch, ", ".join(SUPPORTED_ARCHITECTURES)))
+    try:
+        target_names = resolve_targets(arch, hp["targetModules"])
+    except ValueError as e:
+        raise SpecError(str(e))
+
+    emit({"type": "started", "device": device, "torch": torch.__version__})
     model = LlamaModel(base).to(device)
     vocab = model.tok_embd.shape[0]
     examples = load_examples(spec["tokensPath"], vocab)
@@ -163,7 +168,7 @@ def train(spec, parent):
     params = []
     targets = []
     for full, short, module in model.linears():
-        if short in hp["targetModules"]:
+        if short in target_names:
             module.add_lora(hp["rank"], float(hp["alpha"]), generator, device)
             params += [module.lora_a, module.lora_b]
             targets.append((full, module))
@@ -228,10 +233,15 @@ def train(spec, parent):
     if not parent_alive(parent):
         os._exit(3)
     peft_dir = spec.get("peftAdapterDir")
+    peft_problem = peft_layout_problem(model.arch, model.n_layer) if peft_dir else None
+    if peft_problem:
+        # The GGUF adapter still serves on llama.cpp; a vLLM/SGLang load finds no folder and says so.
+        sys.stderr.write("no Hugging Face PEFT folder written: %s\n" % peft_problem)
+        peft_dir = None
     if peft_dir:
         # Before the GGUF: the GGUF's presence is what says the adapter is complete.
         config = adapter_config(hp["rank"], hp["alpha"], sorted({short for _, short, _, _ in loras}),
-                                spec.get("baseModelName") or str(base.get("general.name") or ""))
+                                spec.get("baseModelName") or str(base.get("general.name") or ""), model.arch)
         write_peft_folder(peft_dir, config, peft_tensors(model.arch, model.n_head, model.n_head_kv, loras))
     write_gguf(spec["adapterPath"], kv, tensors)
     emit({"type": "completed", "adapterPath": spec["adapterPath"], "device": device,
@@ -261,7 +271,14 @@ def generate(args):
                 modules[full].set_lora(a, b, alpha)
     tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
     eos = base.get("tokenizer.ggml.eos_token_id")
-    print(json.dumps({"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))}))
+    out = model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))
+    result = {"tokens": out}
+    if args.probabilities:
+        # The next-token distribution at the prompt's last position and after each generated token but the last.
+        with torch.no_grad():
+            logits = model(torch.tensor([tokens + out]))[0, len(tokens) - 1:len(tokens) + max(0, len(out) - 1)]
+        result["probabilities"] = [[round(float(p), 7) for p in row] for row in torch.softmax(logits.double(), dim=-1)]
+    print(json.dumps(result))
 
 
 def check():
@@ -302,6 +319,7 @@ def main():
     parser.add_argument("--adapter")
     parser.add_argument("--tokens", default="")
     parser.add_argument("--max-tokens", type=int, default=20)
+    parser.add_argument("--probabilities", action="store_true", help="with --generate: also the next-token distributions")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,6 +1,7 @@
-"""A Llama-architecture decoder (llama, qwen2) built in torch from a GGUF file, as llama.cpp computes it, with LoRA."""
+"""Decoder-only models (llama, qwen2, qwen3, gemma2, gemma3, phi3) built in torch from a GGUF file, as llama.cpp computes them, with LoRA."""
 
 import math
+import os
 
 import numpy as np
 import torch
@@ -8,10 +9,73 @@ import torch.nn.functional as F
 
 from gguf import GgufError
 
-# llama.cpp's RoPE type per architecture: "norm" rotates adjacent pairs (its llama converter permutes
-# Q/K for that), "neox" rotates dimension i with i + n_rot/2.
-ROPE_MODE = {"llama": "norm", "qwen2": "neox"}
-LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+# What differs between the architectures, as llama.cpp's graphs compute them (src/models/*.cpp):
+#   rope       llama.cpp's RoPE type: "norm" rotates adjacent pairs (its llama converter permutes
+#              Q/K rows for that), "neox" rotates dimension i with i + n_rot/2.
+#   qk_norm    per-head RMSNorm of Q and K (attn_q_norm / attn_k_norm) before RoPE.
+#   gemma      the Gemma block: embeddings times sqrt(n_embd), GELU(tanh)-gated FFN, RMSNorm of the
+#              attention and FFN outputs (post_attention_norm / post_ffw_norm) before each residual
+#              add, Q scaled before attention (1/sqrt(n_embd/n_head) on the 27B layer counts, else
+#              1/sqrt(head_dim): llama.cpp does not read query_pre_attn_scalar), the output tied
+#              to the embeddings in gemma2.
+#   fused      phi3: one attn_qkv matrix (rows Q, K, V) and an ffn_up holding gate then up.
+#   swa        sliding-window layers: (pattern, default window). Layer i is local when
+#              i % pattern < pattern - 1 (gemma2: even layers; gemma3: all but every 6th). A local
+#              layer attends to the last `window` positions only; the mask is built exactly, so a
+#              sequence longer than the window trains as llama.cpp infers it.
+ARCHS = {
+    "llama": {"rope": "norm"},
+    "qwen2": {"rope": "neox"},
+    "qwen3": {"rope": "neox", "qk_norm": True},
+    "gemma2": {"rope": "neox", "gemma": True, "swa": (2, 4096), "attn_softcap": 50.0, "final_softcap": 30.0,
+               "tied_output": True, "layers_27b": 46},
+    "gemma3": {"rope": "neox", "gemma": True, "qk_norm": True, "swa": (6, None), "layers_27b": 62},
+    "phi3": {"rope": "neox", "fused": True},
+}
+SUPPORTED_ARCHITECTURES = tuple(sorted(ARCHS))
+
+# Every linear layer name a block can have; an architecture has a subset (`linear_names`).
+LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+_SPLIT_LINEARS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+_FUSED_LINEARS = ("attn_qkv", "attn_output", "ffn_up", "ffn_down")
+# A target named for the split layout, in an architecture that fuses it: the fused tensor holds it.
+_FUSED_TARGET = {"attn_q": "attn_qkv", "attn_k": "attn_qkv", "attn_v": "attn_qkv", "ffn_gate": "ffn_up"}
+
+# TRAINER_ATTENTION: "sdpa" (torch's fused kernel, torch >= 2.0), "manual" (matmul + softmax), or
+# unset: sdpa where torch has it. Both compute the same attention; the manual path is what torch
+# 1.13 (Debian's) runs, and what soft-capped attention (gemma2) always runs.
+HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
+
+
+def linear_names(arch):
+    """The linear layers of one block of `arch`, in GGUF names."""
+    return _FUSED_LINEARS if ARCHS[arch].get("fused") else _SPLIT_LINEARS
+
+
+def resolve_targets(arch, targets):
+    """The GGUF linear names that carry LoRA for the requested `targets` (split or fused names);
+    raises ValueError naming the unknown ones and the architecture's choices."""
+    names = linear_names(arch)
+    fused = ARCHS[arch].get("fused")
+    unknown = [t for t in targets if t not in names and not (fused and t in _FUSED_TARGET)]
+    if unknown:
+        raise ValueError("unknown target module(s) %s; choose from %s" % (", ".join(unknown), ", ".join(names)))
+    out = []
+    for t in targets:
+        name = _FUSED_TARGET.get(t, t) if fused else t
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def attention_mode():
+    wanted = os.environ.get("TRAINER_ATTENTION", "") or ("sdpa" if HAS_SDPA else "manual")
+    if wanted not in ("sdpa", "manual"):
+        raise GgufError("TRAINER_ATTENTION must be sdpa or manual, got %r" % wanted)
+    if wanted == "sdpa" and not HAS_SDPA:
+        raise GgufError("TRAINER_ATTENTION=sdpa, but torch %s has no scaled_dot_product_attention (torch 2.0 or later has)"
+                        % torch.__version__)
+    return wanted
 
 
 class LoraLinear(torch.nn.Module):
@@ -51,14 +115,36 @@ def _rms_norm(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+
+
+def _attend(q, k, v, scale, softcap, mask, mode):
+    """Softmax attention of q (batch, heads, seq, dim) over k, v; `mask` is additive (seq, seq)."""
+    if mode == "sdpa" and not softcap:
+        # The kernel scales by 1/sqrt(dim): q carries the rest of the architecture's scale.
+        correction = scale * math.sqrt(q.shape[-1])
+        if correction != 1.0:
+            q = q * correction
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
+    return torch.matmul(torch.softmax(scores + mask, dim=-1), v)
+
+
 class LlamaModel(torch.nn.Module):
+    """One of `ARCHS` (the name is historical): forward() gives the logits llama.cpp gives."""
+
     def __init__(self, gguf):
         super().__init__()
         arch = gguf.get("general.architecture")
-        if arch not in ROPE_MODE:
+        if arch not in ARCHS:
             raise GgufError(
-                "the model's architecture is %r; the trainer supports %s" % (arch, ", ".join(sorted(ROPE_MODE))))
+                "the model's architecture is %r; the trainer supports %s" % (arch, ", ".join(SUPPORTED_ARCHITECTURES)))
         self.arch = arch
+        spec = ARCHS[arch]
+        self.spec = spec
 
         def meta(key, default=None):
             value = gguf.get("%s.%s" % (arch, key), default)
@@ -82,7 +168,39 @@ class LlamaModel(torch.nn.Module):
         if scaling_type not in ("none", "linear") and factor not in (0.0, 1.0):
             raise GgufError("RoPE scaling %r is not supported" % scaling_type)
         self.freq_scale = 1.0 / factor if scaling_type == "linear" and factor > 0 else 1.0
-        self.rope_mode = ROPE_MODE[arch]
+        self.rope_mode = spec["rope"]
+        if any(name.startswith("rope_factors_") or ".rope_factors_" in name for name in gguf.tensors):
+            # LongRoPE (Phi-3 128k): llama.cpp picks the long or short factors by the context size
+            # it is run with, so no one adapter fits both.
+            raise GgufError("the model uses LongRoPE frequency factors (a 128k-context variant); the trainer does not")
+
+        # Sliding-window layers and their RoPE (gemma3's local layers: base 10000 or rope.freq_base_swa, no scaling).
+        self.window = None
+        self.local = [False] * self.n_layer
+        if "swa" in spec:
+            pattern, default_window = spec["swa"]
+            window = gguf.get("%s.attention.sliding_window" % arch, default_window)
+            if window:
+                self.window = int(window)
+                self.local = [i % pattern < pattern - 1 for i in range(self.n_layer)]
+        local_base = float(gguf.get("%s.rope.freq_base_swa" % arch, 10000.0)) if arch == "gemma3" else self.rope_base
+        self.layer_rope = [(local_base, 1.0) if arch == "gemma3" and self.local[i] else (self.rope_base, self.freq_scale)
+                           for i in range(self.n_layer)]
+
+        self.q_scale = 1.0 / math.sqrt(self.head_dim)
+        if spec.get("gemma") and self.n_layer == spec["layers_27b"]:
+            self.q_scale = 1.0 / math.sqrt(self.n_embd // self.n_head)
+        self.attn_softcap = float(gguf.get("%s.attn_logit_softcapping" % arch, spec.get("attn_softcap", 0.0)) or 0.0) \
+            if "attn_softcap" in spec else 0.0
+        if "final_softcap" in spec:
+            self.final_softcap = float(gguf.get("%s.final_logit_softcapping" % arch, spec["final_softcap"]) or 0.0)
+        elif arch == "gemma3" and self.window is None:
+            # gemma3 without sliding windows (llama.cpp's non-iSWA graph) caps the logits when the file says so.
+            self.final_softcap = float(gguf.get("%s.final_logit_softcapping" % arch, 0.0) or 0.0)
+        else:
+            self.final_softcap = 0.0
+        self.embed_scale = math.sqrt(self.n_embd) if spec.get("gemma") else 1.0
+        self.attention = attention_mode()
 
         def t(name):
             return torch.from_numpy(gguf.tensor(name))
@@ -90,35 +208,50 @@ class LlamaModel(torch.nn.Module):
         def opt(name):
             return t(name) if name in gguf.tensors else None
 
+        def frozen(name):
+            return torch.nn.Parameter(t(name), requires_grad=False)
+
         self.tok_embd = torch.nn.Parameter(t("token_embd.weight"), requires_grad=False)
-        out = opt("output.weight")
+        out = None if spec.get("tied_output") else opt("output.weight")
         self.output = LoraLinear(out if out is not None else self.tok_embd.data)
-        self.output_norm = torch.nn.Parameter(t("output_norm.weight"), requires_grad=False)
-        freqs = opt("rope_freqs.weight")
+        self.output_norm = frozen("output_norm.weight")
+        self.linear_names = linear_names(arch)
         self.layers = torch.nn.ModuleList()
         for i in range(self.n_layer):
             layer = torch.nn.Module()
-            layer.attn_norm = torch.nn.Parameter(t("blk.%d.attn_norm.weight" % i), requires_grad=False)
-            layer.ffn_norm = torch.nn.Parameter(t("blk.%d.ffn_norm.weight" % i), requires_grad=False)
-            for name in LINEAR_NAMES:
+            layer.attn_norm = frozen("blk.%d.attn_norm.weight" % i)
+            layer.ffn_norm = frozen("blk.%d.ffn_norm.weight" % i)
+            if spec.get("qk_norm"):
+                layer.attn_q_norm = frozen("blk.%d.attn_q_norm.weight" % i)
+                layer.attn_k_norm = frozen("blk.%d.attn_k_norm.weight" % i)
+            if spec.get("gemma"):
+                layer.attn_post_norm = frozen("blk.%d.post_attention_norm.weight" % i)
+                layer.ffn_post_norm = frozen("blk.%d.post_ffw_norm.weight" % i)
+            for name in self.linear_names:
                 setattr(layer, name, LoraLinear(t("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
             self.layers.append(layer)
 
+        # Llama 3.x divides its RoPE frequencies by rope_freqs (llama.cpp's per-layer rope factors).
+        freqs = opt("rope_freqs.weight") if arch == "llama" else None
         half = self.n_rot // 2
-        inv_freq = self.rope_base ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / self.n_rot)
-        if freqs is not None:
-            inv_freq = inv_freq / freqs.to(torch.float64)[:half]
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.inv_freqs = {}
+        for base, _ in set(self.layer_rope):
+            inv_freq = base ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / self.n_rot)
+            if freqs is not None:
+                inv_freq = inv_freq / freqs.to(torch.float64)[:half]
+            self.register_buffer("inv_freq_%d" % len(self.inv_freqs), inv_freq, persistent=False)
+            self.inv_freqs[base] = "inv_freq_%d" % len(self.inv_freqs)
 
     def linears(self):
-        """(GGUF tensor name without `.weight`, module) for every linear layer in a block."""
+        """(GGUF tensor name without `.weight`, short name, module) for every linear layer in a block."""
         for i, layer in enumerate(self.layers):
-            for name in LINEAR_NAMES:
+            for name in self.linear_names:
                 yield "blk.%d.%s" % (i, name), name, getattr(layer, name)
 
-    def _rope(self, x, positions):
+    def _rope(self, x, positions, base, freq_scale):
         # x: (batch, seq, heads, head_dim)
-        angles = (positions.to(torch.float64)[:, None] * self.freq_scale) * self.inv_freq[None, :]
+        inv_freq = getattr(self, self.inv_freqs[base])
+        angles = (positions.to(torch.float64)[:, None] * freq_scale) * inv_freq[None, :]
         cos = torch.cos(angles).to(x.dtype)[None, :, None, :]
         sin = torch.sin(angles).to(x.dtype)[None, :, None, :]
         rot, rest = x[..., :self.n_rot], x[..., self.n_rot:]
@@ -133,31 +266,69 @@ class LlamaModel(torch.nn.Module):
             rotated = torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
         return torch.cat((rotated, rest), dim=-1)
 
+    def _qkv(self, layer, h, batch, seq):
+        q_rows = self.n_head * self.head_dim
+        kv_rows = self.n_head_kv * self.head_dim
+        if self.spec.get("fused"):
+            qkv = layer.attn_qkv(h)
+            q, k, v = qkv[..., :q_rows], qkv[..., q_rows:q_rows + kv_rows], qkv[..., q_rows + kv_rows:]
+        else:
+            q, k, v = layer.attn_q(h), layer.attn_k(h), layer.attn_v(h)
+        return (q.reshape(batch, seq, self.n_head, self.head_dim),
+                k.reshape(batch, seq, self.n_head_kv, self.head_dim),
+                v.reshape(batch, seq, self.n_head_kv, -1))
+
+    def _ffn(self, layer, h):
+        if self.spec.get("fused"):
+            gate_up = layer.ffn_up(h)
+            n_ff = gate_up.shape[-1] // 2
+            return layer.ffn_down(F.silu(gate_up[..., :n_ff]) * gate_up[..., n_ff:])
+        act = _gelu_tanh if self.spec.get("gemma") else F.silu
+        return layer.ffn_down(act(layer.ffn_gate(h)) * layer.ffn_up(h))
+
     def forward(self, tokens):
         """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0."""
         batch, seq = tokens.shape
         device = tokens.device
         positions = torch.arange(seq, device=device)
-        mask = torch.full((seq, seq), float("-inf"), device=device).triu(1)
+        causal = torch.full((seq, seq), float("-inf"), device=device).triu(1)
+        local_mask = causal
+        if self.window is not None and any(self.local):
+            # Key position p is out of a query at position q's window when q - p >= window.
+            local_mask = causal.masked_fill(positions[:, None] - positions[None, :] >= self.window, float("-inf"))
         x = self.tok_embd[tokens]
+        if self.embed_scale != 1.0:
+            x = x * self.embed_scale
         rep = self.n_head // self.n_head_kv
-        for layer in self.layers:
+        gemma = self.spec.get("gemma")
+        for i, layer in enumerate(self.layers):
             h = _rms_norm(x, layer.attn_norm, self.eps)
-            q = layer.attn_q(h).view(batch, seq, self.n_head, self.head_dim)
-            k = layer.attn_k(h).view(batch, seq, self.n_head_kv, self.head_dim)
-            v = layer.attn_v(h).view(batch, seq, self.n_head_kv, -1)
-            q = self._rope(q, positions)
-            k = self._rope(k, positions)
+            q, k, v = self._qkv(layer, h, batch, seq)
+            if self.spec.get("qk_norm"):
+                q = _rms_norm(q, layer.attn_q_norm, self.eps)
+                k = _rms_norm(k, layer.attn_k_norm, self.eps)
+            base, freq_scale = self.layer_rope[i]
+            q = self._rope(q, positions, base, freq_scale)
+            k = self._rope(k, positions, base, freq_scale)
             if rep > 1:
                 k = k.repeat_interleave(rep, dim=2)
                 v = v.repeat_interleave(rep, dim=2)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + mask
-            att = torch.matmul(torch.softmax(scores, dim=-1), v)
-            x = x + layer.attn_output(att.transpose(1, 2).reshape(batch, seq, -1))
+            mask = local_mask if self.local[i] else causal
+            att = _attend(q, k, v, self.q_scale, self.attn_softcap, mask, self.attention)
+            att = layer.attn_output(att.transpose(1, 2).reshape(batch, seq, -1))
+            if gemma:
+                att = _rms_norm(att, layer.attn_post_norm, self.eps)
+            x = x + att
             h = _rms_norm(x, layer.ffn_norm, self.eps)
-            x = x + layer.ffn_down(F.silu(layer.ffn_gate(h)) * layer.ffn_up(h))
-        return self.output(_rms_norm(x, self.output_norm, self.eps))
+            ffn = self._ffn(layer, h)
+            if gemma:
+                ffn = _rms_norm(ffn, layer.ffn_post_norm, self.eps)
+            x = x + ffn
+        logits = self.output(_rms_norm(x, self.output_norm, self.eps))
+        if self.final_softcap:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
 
     @torch.no_grad()
     def greedy(self, tokens, max_tokens, eos=None):

@@ -11,11 +11,18 @@ import shutil
 
 import numpy as np
 
-# GGUF block tensor name -> the Hugging Face module path inside a decoder layer (llama, qwen2).
+# GGUF block tensor name -> the Hugging Face module path inside a decoder layer. llama, qwen2, qwen3,
+# gemma2 and gemma3 (its text model, Gemma3ForCausalLM) name them alike; phi3 keeps the fused
+# qkv_proj (rows q, k, v) and gate_up_proj (rows gate, up) that its GGUF keeps too.
 HF_MODULES = {
     "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
+}
+HF_MODULES_BY_ARCH = {
+    "llama": HF_MODULES, "qwen2": HF_MODULES, "qwen3": HF_MODULES, "gemma2": HF_MODULES, "gemma3": HF_MODULES,
+    "phi3": {"attn_qkv": "self_attn.qkv_proj", "attn_output": "self_attn.o_proj", "ffn_up": "mlp.gate_up_proj",
+             "ffn_down": "mlp.down_proj"},
 }
 _DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16"}
 
@@ -51,24 +58,53 @@ def safetensors_bytes(tensors, metadata=None):
     return len(text).to_bytes(8, "little") + text + b"".join(blobs)
 
 
+# gemma3's 4B, 12B and 27B (34, 48, 62 blocks, as llama.cpp tells the sizes apart) are the multimodal
+# Gemma3ForConditionalGeneration, whose decoder layers sit under a language_model prefix that differs
+# between transformers versions: no PEFT folder is written for them rather than one a server misreads.
+_MULTIMODAL_LAYERS = {"gemma3": (34, 48, 62)}
+
+
+def peft_layout_problem(arch, n_layer):
+    """Why the PEFT folder cannot be written for this model, or None when it can."""
+    if arch not in HF_MODULES_BY_ARCH:
+        return "no Hugging Face PEFT layout is known for architecture %r (known: %s)" % (
+            arch, ", ".join(sorted(HF_MODULES_BY_ARCH)))
+    if n_layer in _MULTIMODAL_LAYERS.get(arch, ()):
+        return ("a %s model with %d blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module "
+                "paths the trainer does not write; the GGUF adapter is complete" % (arch, n_layer))
+    return None
+
+
+def hf_modules(arch):
+    """The GGUF -> Hugging Face module names of `arch`; raises ValueError for one without a PEFT layout here."""
+    problem = peft_layout_problem(arch, None)
+    if problem:
+        raise ValueError(problem)
+    return HF_MODULES_BY_ARCH[arch]
+
+
 def peft_tensors(arch, n_head, n_head_kv, loras):
     """PEFT tensor names and arrays from `loras`: (layer index, GGUF module name, A (rank, in), B (out, rank)).
 
     A llama GGUF stores q and k rows permuted for its RoPE on adjacent pairs; their B rows are put
-    back in the Hugging Face order (A's columns are the layer's inputs, never permuted)."""
+    back in the Hugging Face order (A's columns are the layer's inputs, never permuted). The other
+    architectures use NEOX RoPE, whose GGUF rows are in the Hugging Face order already (phi3's fused
+    rows included)."""
+    modules = hf_modules(arch)
     out = {}
     for layer, module, a, b in loras:
         if arch == "llama" and module == "attn_q":
             b = unpermute_rows(b, n_head)
         elif arch == "llama" and module == "attn_k":
             b = unpermute_rows(b, n_head_kv)
-        prefix = "base_model.model.model.layers.%d.%s" % (layer, HF_MODULES[module])
+        prefix = "base_model.model.model.layers.%d.%s" % (layer, modules[module])
         out[prefix + ".lora_A.weight"] = a
         out[prefix + ".lora_B.weight"] = b
     return out
 
 
-def adapter_config(rank, alpha, modules, base_model):
+def adapter_config(rank, alpha, modules, base_model, arch="llama"):
+    names = hf_modules(arch)
     return {
         "peft_type": "LORA",
         "task_type": "CAUSAL_LM",
@@ -76,7 +112,7 @@ def adapter_config(rank, alpha, modules, base_model):
         "r": int(rank),
         "lora_alpha": float(alpha),
         "lora_dropout": 0.0,
-        "target_modules": sorted(HF_MODULES[m].split(".")[-1] for m in modules),
+        "target_modules": sorted(names[m].split(".")[-1] for m in modules),
         "bias": "none",
         "fan_in_fan_out": False,
         "inference_mode": True,

@@ -4,7 +4,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import { readGgufFileInfo, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
 import { z } from 'zod';
 import {
@@ -93,6 +93,28 @@ export function tokenizeExample(model: LlamaModel, example: TrainingExample): To
   const isPrefix = joint.length > prompt.length && prompt.every((token, i) => joint[i] === token);
   const completion = isPrefix ? joint.slice(prompt.length) : model.tokenize(example.completion, false, 'trimLeadingSpace');
   return { prompt, completion };
+}
+
+/** The GGUF architectures trainer/model.py builds (its `ARCHS`; a test keeps the two lists equal). */
+export const TRAINABLE_ARCHITECTURES = ['gemma2', 'gemma3', 'llama', 'phi3', 'qwen2', 'qwen3'] as const;
+
+/**
+ * Why the bundled trainer cannot train the model in `baseModelPath`, in the user's words, or null:
+ * its `general.architecture` is one of {@link TRAINABLE_ARCHITECTURES}. Reads the GGUF header only.
+ */
+export async function trainableModelProblem(baseModelPath: string): Promise<string | null> {
+  let arch: unknown;
+  try {
+    const info = await readGgufFileInfo(baseModelPath, { readTensorInfo: false, logWarnings: false });
+    arch = (info.metadata as { general?: { architecture?: unknown } }).general?.architecture;
+  } catch (error) {
+    return `the base model ${path.basename(baseModelPath)} is not a readable GGUF file: ${(error as Error).message}`;
+  }
+  if (typeof arch === 'string' && (TRAINABLE_ARCHITECTURES as readonly string[]).includes(arch)) return null;
+  return (
+    `the base model ${path.basename(baseModelPath)} is a ${typeof arch === 'string' && arch ? `${arch}` : 'GGUF model without a general.architecture'} model; ` +
+    `the bundled trainer trains ${TRAINABLE_ARCHITECTURES.join(', ')} models`
+  );
 }
 
 /** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
@@ -221,6 +243,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
     },
 
+    baseModelProblem: trainableModelProblem,
+
     async availability() {
       const result = await findPython();
       if (result.ok) return { ok: true };
@@ -237,6 +261,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       } catch {
         return jobFailed(`the base model file ${spec.baseModelPath} does not exist`);
       }
+      const problem = await trainableModelProblem(spec.baseModelPath);
+      if (problem) return jobFailed(problem);
       let tokenized: TokenizedExample[];
       try {
         tokenized = await tokenize(spec, read.examples);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
 import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
-import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainableModelProblem, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
@@ -419,6 +419,8 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
 
   return {
     label: `PyTorch LoRA as Ray jobs on ${host} (${reserved})`,
+    /** The same trainer runs on the cluster: the same architectures. */
+    baseModelProblem: trainableModelProblem,
     /** Whether the cluster answers now (`GET /api/version`): a launch it would not take is refused before anything is charged. */
     async availability() {
       try {

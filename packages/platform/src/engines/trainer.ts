@@ -131,6 +131,11 @@ export interface Trainer {
   readonly label: string;
   /** Whether this machine can train, and if not, why in the user's words (e.g. torch missing). */
   availability(): Promise<{ ok: true } | TrainerUnavailable>;
+  /**
+   * Optional: why this trainer cannot train the base model in the GGUF file `baseModelPath` (its
+   * architecture), in the user's words, or null when it can. Asked before a training is charged.
+   */
+  baseModelProblem?(baseModelPath: string): Promise<string | null>;
   /** Starts a job; `onEvent` receives progress lines as they come. */
   start(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob>;
   /**

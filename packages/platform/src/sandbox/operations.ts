@@ -432,9 +432,13 @@ async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Prom
     throw unavailable(`${install}. ${available.reason}`);
   }
   const baseId = model.kind === 'base' ? model.id : model.base_model_id!;
-  if (engine.trainer.needsBaseModelFile !== false && engine.baseModelPath(baseId) === null) {
+  const baseFile = engine.baseModelPath(baseId);
+  if (engine.trainer.needsBaseModelFile !== false && baseFile === null) {
     throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
   }
+  // A model the trainer cannot build (its architecture) is refused here, before any charge.
+  const problem = baseFile !== null && engine.trainer.baseModelProblem ? await engine.trainer.baseModelProblem(baseFile) : null;
+  if (problem) throw unavailable(`training ${model.id} is not possible: ${problem}`);
   return engine;
 }
 
