@@ -170,7 +170,7 @@ describe('runs on a real inference engine', () => {
 
   it('fails a run whose every question is an error answer, naming the first error, charging nothing', async () => {
     const { fake, test, receiver } = await setup({ concurrency: 2, retries: 0 });
-    for (let i = 0; i < items.length; i++) fake.faults.push({ path: '/v1/completions', fault: { kind: 'status', status: 400, body: { error: { message: 'context too long' } } } });
+    for (let i = 0; i < items.length; i++) fake.faults.push({ path: '/v1/completions', fault: { kind: 'status', status: 400, body: JSON.stringify({ error: { message: 'context too long' } }) } });
     const before = await test.platform.getBalance();
     const launched = await test.platform.launchRun({ benchmarkId: BENCHMARK, modelId: 'tiny-base' }, 'engine-run-all-bad');
     const run = await waitForRun(test.platform, launched.id);
