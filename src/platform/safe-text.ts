@@ -26,7 +26,7 @@ export interface StorableText {
 export function storableText(text: string): StorableText {
   if (unstorableText(text) === null) return { text, exact: null };
   const shown = text
-    .replace(/\u0000/g, '\\u0000')
+    .replaceAll('\u0000', '\\u0000')
     .replace(LONE_SURROGATE, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return { text: shown, exact: JSON.stringify(text) };
 }
