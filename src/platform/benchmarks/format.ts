@@ -280,37 +280,45 @@ export function parseBenchmarkJsonl(text: string, benchmarkId: string): ParseBen
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   let nonBlank = 0;
   let questions = 0;
-  let format: BenchmarkFormatReport | undefined;
   let defaults: BenchmarkDefaults = {};
-  lines.forEach((raw, index) => {
-    const line = index + 1;
-    if (raw.trim() === '') return;
-    nonBlank += 1;
-    let value: unknown;
+  const parsed = lines.map((raw) => {
+    if (raw.trim() === '') return { blank: true as const };
     try {
-      value = JSON.parse(raw);
+      return { blank: false as const, value: JSON.parse(raw) as unknown };
     } catch (err) {
+      return { blank: false as const, error: (err as Error).message };
+    }
+  });
+  const isRecordValue = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  // The file's format: the first of its first questions that only a foreign format has (so one bad first line does not hide it), else ours.
+  const sample = parsed.flatMap((p) => ('value' in p && isRecordValue(p.value) && !('defaults' in p.value) ? [p.value] : [])).slice(0, 10);
+  const format: BenchmarkFormatReport = formatReport(sample.map(detectFormat).find((id) => id !== 'ours') ?? 'ours');
+  parsed.forEach((entry, index) => {
+    const line = index + 1;
+    if (entry.blank) return;
+    nonBlank += 1;
+    if (!('value' in entry)) {
       if (nonBlank > 1) questions += 1;
-      errors.push({ line, message: `not valid JSON: ${(err as Error).message}` });
+      errors.push({ line, message: `not valid JSON: ${entry.error}` });
       return;
     }
-    const isRecord = typeof value === 'object' && value !== null && !Array.isArray(value);
-    if (nonBlank === 1 && isRecord && Object.keys(value as object).length === 1 && 'defaults' in (value as object)) {
-      defaults = validateDefaults((value as { defaults: unknown }).defaults, line, errors);
+    const value = entry.value;
+    const isRecord = isRecordValue(value);
+    if (nonBlank === 1 && isRecord && Object.keys(value).length === 1 && 'defaults' in value) {
+      defaults = validateDefaults(value.defaults, line, errors);
       return;
     }
     questions += 1;
-    if (format === undefined && isRecord) format = formatReport(detectFormat(value as Record<string, unknown>));
     let item: BenchmarkItem | null;
-    if (format === undefined || format.id === 'ours' || !isRecord) {
+    if (format.id === 'ours' || !isRecord) {
       item = validateItem(value, line, errors, { strict: true, defaults });
     } else {
       const problems: Array<{ field?: string; message: string }> = [];
-      const converted = convertLine(format.id, value as Record<string, unknown>, questions, problems);
+      const converted = convertLine(format.id, value, questions, problems);
       for (const problem of problems) errors.push({ line, ...problem });
       item = converted ? validateItem(converted.record, line, errors, { names: converted.fields, strict: false, defaults }) : null;
     }
-    const rawId = isRecord ? (value as { id?: unknown }).id : undefined;
+    const rawId = isRecord ? value.id : undefined;
     const id = item?.id ?? (typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId) : null);
     if (id !== null) {
       const seen = firstLine.get(id);
@@ -321,15 +329,14 @@ export function parseBenchmarkJsonl(text: string, benchmarkId: string): ParseBen
   });
   if (questions === 0) errors.push({ line: 0, message: 'the file has no questions (expected one JSON object a line)' });
   if (questions > BENCHMARK_LIMITS.maxItems) errors.push({ line: 0, message: `the file has ${questions} questions; at most ${BENCHMARK_LIMITS.maxItems} are accepted` });
-  const read = format ?? formatReport('ours');
-  if (errors.length === 0) return { ok: true, items, format: read };
+  if (errors.length === 0) return { ok: true, items, format };
   errors.sort((a, b) => a.line - b.line);
   if (errors.length > BENCHMARK_LIMITS.maxErrors) {
     const rest = errors.length - BENCHMARK_LIMITS.maxErrors;
     const next = errors[BENCHMARK_LIMITS.maxErrors]!.line;
-    return { ok: false, format: read, errors: [...errors.slice(0, BENCHMARK_LIMITS.maxErrors), { line: next, message: `and ${rest} more problems from this line on` }] };
+    return { ok: false, format, errors: [...errors.slice(0, BENCHMARK_LIMITS.maxErrors), { line: next, message: `and ${rest} more problems from this line on` }] };
   }
-  return { ok: false, errors, format: read };
+  return { ok: false, errors, format };
 }
 
 /** One line per error, e.g. `line 3, field answer: is required`. */

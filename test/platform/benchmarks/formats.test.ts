@@ -64,6 +64,12 @@ describe('benchmark files in the formats people have', () => {
     ]);
   });
 
+  it('detects a file by its questions even when its first line is bad', () => {
+    const text = ['{"input": "Tom had a big red"}', '{"input": "The sun was", "ideal": "hot"}'].join('\n');
+    const parsed = parseBenchmarkJsonl(text, 'late');
+    expect(parsed).toMatchObject({ ok: false, format: { id: 'openai_evals' }, errors: [{ line: 1, field: 'ideal', message: 'is required' }] });
+  });
+
   it('Inspect AI: input, target (a string or a list), choices, id, metadata', () => {
     const parsed = good('inspect.jsonl');
     expect(parsed.format.id).toBe('inspect');
