@@ -52,12 +52,22 @@ export interface CostFigures {
   elapsedMs: number | null;
 }
 
+/** A run of a comparison; the counts are set for runs on a real engine (absent in parts stored before they existed). */
+export interface ComparedRun {
+  runId: string;
+  modelId: string;
+  /** Answers cut by the token budget (`finish_reason: length`). */
+  truncated?: number;
+  /** Error answers: questions that could not be answered or stored. */
+  errors?: number;
+}
+
 /** Before vs after, computed in code (src/analysis): the table, the verdict, the notes and the cost. */
 export interface ComparisonPart {
   kind: 'comparison';
   comparison: Comparison;
-  before: { runId: string; modelId: string };
-  after: { runId: string; modelId: string };
+  before: ComparedRun;
+  after: ComparedRun;
   cost: CostFigures;
   /** The questions fixed, broken and still wrong (bounded lists); absent in parts stored before it existed. */
   questions?: QuestionChanges;

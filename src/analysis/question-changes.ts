@@ -10,6 +10,10 @@ export interface QuestionAnswer {
   modelAnswer: string;
   correct: boolean | null;
   score: number;
+  /** The answer was cut by the token budget (runs on a real engine). */
+  truncated?: boolean;
+  /** Why the question has an error answer instead of the model's (runs on a real engine). */
+  error?: string | null;
 }
 
 export type ChangeOutcome = 'fixed' | 'broken' | 'still_wrong';
@@ -45,6 +49,16 @@ function isRight(q: QuestionAnswer): boolean {
 }
 
 const cut = (text: string) => (text.length <= MAX_CHANGE_TEXT ? text : `${text.slice(0, MAX_CHANGE_TEXT - 1)}…`);
+
+/** The answer as the table shows it: an error answer says so; a cut answer is marked (the mark always fits). */
+function shownAnswer(q: QuestionAnswer): string {
+  if (q.error) return cut(`[error: ${q.error}]`);
+  if (!q.truncated) return cut(q.modelAnswer);
+  const mark = ' [cut by the token budget]';
+  const room = MAX_CHANGE_TEXT - mark.length;
+  const answer = q.modelAnswer.length <= room ? q.modelAnswer : `${q.modelAnswer.slice(0, room - 1)}…`;
+  return `${answer}${mark}`;
+}
 const byCategoryThenId = new Intl.Collator('en', { numeric: true });
 
 /**
@@ -73,8 +87,8 @@ export function questionChanges(
       category: b.category,
       question: cut(b.question),
       expected: cut(b.expectedAnswer),
-      before: cut(b.modelAnswer),
-      after: cut(a.modelAnswer),
+      before: shownAnswer(b),
+      after: shownAnswer(a),
     });
   }
   const order = (x: QuestionChange, y: QuestionChange) => byCategoryThenId.compare(x.category, y.category) || byCategoryThenId.compare(x.questionId, y.questionId);

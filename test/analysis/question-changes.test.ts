@@ -15,6 +15,14 @@ describe('questionChanges', () => {
     expect(changes.still_wrong.items.map((q) => [q.questionId, q.before, q.after])).toEqual([['q3', 'wrong-q3', 'other']]);
   });
 
+  it('marks an answer cut by the token budget and shows an error answer as such', () => {
+    const before = [answer('q1', false, { modelAnswer: 'Once upon a time there was', truncated: true }), answer('q2', true)];
+    const after = [answer('q1', false, { modelAnswer: '', error: 'the database could not store the answer: boom' }), answer('q2', false, { modelAnswer: 'x'.repeat(500), truncated: true })];
+    const changes = questionChanges(before, after);
+    expect(changes.still_wrong.items[0]).toMatchObject({ before: 'Once upon a time there was [cut by the token budget]', after: '[error: the database could not store the answer: boom]' });
+    expect(changes.broken.items[0]!.after).toMatch(/^x+… \[cut by the token budget\]$/);
+  });
+
   it('leaves out questions in only one run and counts a duplicate id once', () => {
     const changes = questionChanges([answer('q1', false), answer('q2', false)], [answer('q1', true), answer('q1', false), answer('q9', true)]);
     expect(changes.fixed.count).toBe(1);

@@ -42,12 +42,33 @@ describe('a benchmark file shared in a thread', () => {
     expect(downloads).toHaveLength(1);
     expect(downloads[0]).toMatchObject({ args: { file_id: file.id }, token: h.env.SLACK_BOT_TOKEN, status: 200 });
     const benchmark = await h.bot()!.platform.getBenchmark('stories');
-    expect(benchmark).toMatchObject({ id: 'stories', questionCount: 2, description: '2 questions from the uploaded file stories.jsonl' });
+    expect(benchmark).toMatchObject({ id: 'stories', questionCount: 2, description: '2 questions from the uploaded file stories.jsonl, read as our benchmark format' });
     // The listener stored only the file's description; the download happened in the turn.
     const trigger = await h.db.db.selectFrom('triggers').select('payload').where('team_id', '=', TEAM).where('dedupe_key', 'like', `%:${mention.ts}`).executeTakeFirstOrThrow();
     expect((trigger.payload as { files: unknown[] }).files).toEqual([
       { id: file.id, name: 'stories.jsonl', mimetype: 'text/plain', size: STORIES.length, url_private_download: file.url_private_download },
     ]);
+  });
+
+  it('reads an OpenAI evals file and tells the thread how it was read; a bad GSM8K file has each bad line named', async () => {
+    const evals = jsonl(
+      { input: [{ role: 'system', content: 'Finish the story.' }, { role: 'user', content: 'Once upon a time, there was a little girl named' }], ideal: ['Lily', 'Lucy'] },
+      { input: 'One day, Lily went to the', ideal: 'park' },
+    );
+    const file = h.slack.shareFile({ name: 'my evals.jsonl', content: evals, user: 'UERIN' });
+    const mention = await h.mention({ user: 'UERIN', text: '<@UBOT> benchmark this', files: [file] });
+    const [post] = await h.waitForPosts(mention.ts, 1);
+    // Slack's text escapes ">" as "&gt;".
+    expect(post!.text.replaceAll('&gt;', '>')).toContain('"readAs":"OpenAI evals: input -> question (chat messages joined), ideal -> answer (a list: accepted answers), scorer exact"');
+    expect((await h.bot()!.platform.getBenchmark('my-evals')).sourceFormat?.id).toBe('openai_evals');
+
+    const gsm8k = jsonl({ question: 'What is 2 + 3?', answer: '2 + 3 = 5\n#### 5' }, { question: 'What is 1 + 1?', answer: 'two' });
+    const badFile = h.slack.shareFile({ name: 'gsm8k.jsonl', content: gsm8k, user: 'UERIN' });
+    await h.reply({ user: 'UERIN', text: 'and this one', threadTs: mention.ts, files: [badFile] });
+    const posts = await h.waitForPosts(mention.ts, 2);
+    expect(posts[1]!.text).toContain('Refused');
+    expect(posts[1]!.text).toContain('read as GSM8K (Hugging Face rows)');
+    expect(posts[1]!.text).toContain('line 2, field answer: does not end in');
   });
 
   it('is refused whole when bad, the thread told each bad line and field, and nothing stored', async () => {

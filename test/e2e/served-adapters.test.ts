@@ -93,14 +93,15 @@ describe.skipIf(!TORCH_PYTHON)('the loop with trained adapters served on the use
     // vLLM and SGLang are sent the PEFT folder the trainer wrote beside the GGUF adapter.
     for (const load of loads) expect(load.body).toEqual({ lora_name: trained, lora_path: training.adapter_path.replace(/\.gguf$/, '.peft') });
 
-    // Every question of the baseline went to the base; every question of the trained model's run named the adapter.
+    // Every question of the baseline went to the base; every question of the trained model's run named the adapter;
+    // one more of each is the launch's check that the server really applies the adapter (a trained question asked of both).
     // (A request in flight when the server restarted may fail on the generator and be asked again: count the answered ones.)
     const answered = fake.completions.filter((c) => c.status === 200);
     const onBase = answered.filter((c) => c.adapter === null);
     const onAdapter = answered.filter((c) => c.adapter === trained);
-    expect(onBase).toHaveLength(12);
-    expect(onAdapter).toHaveLength(12);
-    expect(answered).toHaveLength(24);
+    expect(onBase).toHaveLength(13);
+    expect(onAdapter).toHaveLength(13);
+    expect(answered).toHaveLength(26);
     if (kind === 'vllm') for (const c of onAdapter) expect(c.model).toBe(trained);
     else for (const c of onAdapter) expect(c.model).toBe(MODEL);
     // The restarted server refused the adapter in its own shape (once, or once per request then in flight), and it was reloaded once.

@@ -148,16 +148,34 @@ describe('runs on a real inference engine', () => {
     expect(run.score).toBe(Math.round((Math.ceil(items.length / 2) / items.length) * 10_000) / 10_000);
   });
 
-  it('fails the run, naming the question and the engine\'s error, charging nothing, when a question cannot be answered', async () => {
+  it('records a question the engine cannot answer as an error answer naming the engine, and completes the run', async () => {
     const { fake, test, receiver } = await setup({ concurrency: 1, retries: 1 });
     fake.faults.push(
       { path: '/v1/completions', fault: { kind: 'json', body: { choices: [{ index: 0 }] } } },
     );
-    const before = await test.platform.getBalance();
     const launched = await test.platform.launchRun({ benchmarkId: BENCHMARK, modelId: 'tiny-base' }, 'engine-run-bad');
     const run = await waitForRun(test.platform, launched.id);
+    expect(run.status).toBe('completed');
+    expect(run.errorCount).toBe(1);
+    // The other questions are scored as usual: right at even positions; the error answer counts wrong.
+    expect(run.score).toBeCloseTo(11 / 24, 4);
+    const results = await test.platform.listRunResults(run.id, { limit: 100 });
+    const failed = results.items.find((r) => r.questionId === items[0]!.id)!;
+    expect(failed).toMatchObject({ correct: false, modelAnswer: '' });
+    expect(failed.error).toMatch(/^the inference engine \(OpenAI-compatible endpoint .*\) could not answer after its retries: .*without the OpenAI shape: choices\[0\]\.text/);
+    expect(results.items.filter((r) => r.error !== null)).toHaveLength(1);
+    await waitFor(() => events(receiver, test.sandbox.webhookSecret, run.id).length > 0);
+    expect(events(receiver, test.sandbox.webhookSecret, run.id)).toEqual(['run.completed']);
+  });
+
+  it('fails a run whose every question is an error answer, naming the first error, charging nothing', async () => {
+    const { fake, test, receiver } = await setup({ concurrency: 2, retries: 0 });
+    for (let i = 0; i < items.length; i++) fake.faults.push({ path: '/v1/completions', fault: { kind: 'status', status: 400, body: JSON.stringify({ error: { message: 'context too long' } }) } });
+    const before = await test.platform.getBalance();
+    const launched = await test.platform.launchRun({ benchmarkId: BENCHMARK, modelId: 'tiny-base' }, 'engine-run-all-bad');
+    const run = await waitForRun(test.platform, launched.id);
     expect(run.status).toBe('failed');
-    expect(run.errorMessage).toMatch(new RegExp(`question ${items[0]!.id} could not be answered by OpenAI-compatible endpoint .*without the OpenAI shape: choices\\[0\\]\\.text.*nothing was charged`));
+    expect(run.errorMessage).toMatch(/^no question could be answered \(24 error answers\); the first: the inference engine \(OpenAI-compatible endpoint .*\) could not answer after its retries: .*context too long; nothing was charged$/);
     expect(run.chargedCredits).toBe(0);
     expect(await test.platform.getBalance()).toMatchObject({ balanceCredits: before.balanceCredits, reservedCredits: 0 });
     await waitFor(() => events(receiver, test.sandbox.webhookSecret, run.id).length > 0);

@@ -63,7 +63,8 @@ describe('BENCHMARKS_DIR', () => {
       environment: 'sandbox',
       pricing: { type: 'flat' },
     });
-    expect(benchmark.description).toBe('3 questions from stories.jsonl in BENCHMARKS_DIR');
+    expect(benchmark.description).toBe('3 questions from stories.jsonl in BENCHMARKS_DIR, read as our benchmark format');
+    expect(benchmark.sourceFormat).toEqual({ id: 'ours', name: 'our benchmark format', mapping: [] });
     const listed = await platform.listBenchmarks();
     expect(listed.map((b) => b.id)).toEqual(expect.arrayContaining(['stories', '104']));
     expect(listed.map((b) => b.id)).not.toContain('broken');
@@ -96,7 +97,7 @@ describe('POST /benchmarks', () => {
   it('stores an upload through the client, idempotently, and serves it after a restart', async () => {
     const content = jsonl({ id: 'm1', question: 'Which is a fruit?', choices: ['Rock', 'Apple'], answer: 'B' });
     const created = await platform.uploadBenchmark({ id: 'fruit', fileName: 'fruit.jsonl', content });
-    expect(created).toMatchObject({ id: 'fruit', questionCount: 1, description: '1 question from the uploaded file fruit.jsonl' });
+    expect(created).toMatchObject({ id: 'fruit', questionCount: 1, description: '1 question from the uploaded file fruit.jsonl, read as our benchmark format' });
     const again = await platform.uploadBenchmark({ id: 'fruit', content });
     expect(again).toEqual(created);
     const other = await rejection(platform.uploadBenchmark({ id: 'fruit', content: jsonl({ id: 'x', question: 'q', answer: 'a' }) }));
@@ -126,7 +127,7 @@ describe('POST /benchmarks', () => {
       { line: 2, message: expect.stringMatching(/not valid JSON/) },
       { line: 3, field: 'scorer', message: 'unknown scorer "fuzzy" (one of: exact, numeric, choice, contains, regex)' },
     ]);
-    expect(json.error.message).toMatch(/^benchmark file half\.jsonl is refused whole:\nline 2: not valid JSON/);
+    expect(json.error.message).toMatch(/^benchmark file half\.jsonl \(read as our benchmark format\) is refused whole:\nline 2: not valid JSON/);
     await expect(platform.getBenchmark('half')).rejects.toMatchObject({ code: 'not_found' });
   });
 

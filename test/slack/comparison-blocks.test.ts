@@ -38,6 +38,17 @@ function posted(comparison: ReturnType<typeof compareRuns>) {
 }
 
 describe('comparison blocks', () => {
+  it('says how many answers the token budget cut and how many were error answers, in each run', () => {
+    const comparison = compareRuns({ before: outcomes(40, (i) => i % 4 === 0), after: outcomes(40, (i) => i % 2 === 0) });
+    const part = { ...view(comparison), before: { runId: 'r1', modelId: 'base', truncated: 7, errors: 0 }, after: { runId: 'r2', modelId: 'ft', truncated: 2, errors: 1 } };
+    const text = JSON.stringify(buildComparisonBlocks(part));
+    expect(text).toContain('Cut by the token budget: 7 answers before, 2 after (a budget too small, not necessarily a weak model).');
+    expect(text).toContain('Error answers (not answered or not stored, counted wrong): 0 before, 1 after.');
+    expect(validateBlocks(buildComparisonBlocks(part), 'message')).toEqual([]);
+    // Runs with neither (and parts stored before the counts existed) say nothing about them.
+    expect(JSON.stringify(buildComparisonBlocks(view(comparison)))).not.toContain('token budget');
+  });
+
   it('shows the table, the verdict and three buttons with unique action ids', () => {
     const before = outcomes(100, (i) => i % 10 < 6);
     const after = outcomes(100, (i) => i % 10 < 8);

@@ -203,6 +203,8 @@ export const BenchmarkSchema = z
     scoring: z.enum(SCORINGS),
     pricing: BenchmarkPricingSchema,
     environment,
+    /** Extension (file benchmarks): the format the file was read as, and how its fields became ours. */
+    source_format: z.object({ id: z.string(), name: z.string(), mapping: z.array(z.string()) }).optional(),
   })
   .transform((b) => ({
     id: b.id,
@@ -213,6 +215,7 @@ export const BenchmarkSchema = z
     scoring: b.scoring,
     pricing: b.pricing,
     environment: b.environment,
+    sourceFormat: b.source_format ?? null,
   }));
 export type BenchmarkWire = z.input<typeof BenchmarkSchema>;
 export type Benchmark = z.output<typeof BenchmarkSchema>;
@@ -273,6 +276,10 @@ export const RunSchema = z
     /** Extension (real engines): tokens the run used so far, once finished. */
     prompt_tokens: count.nullable().optional(),
     completion_tokens: count.nullable().optional(),
+    /** Extension (real engines): answers cut by the token budget (`finish_reason: length`) so far. */
+    truncated_count: count.optional(),
+    /** Extension (real engines): questions that could not be answered or stored, recorded as error answers (scored wrong). */
+    error_count: count.optional(),
   })
   .superRefine(requiredByStatus(['score', 'category_scores', 'charged_credits', 'finished_at'], ['charged_credits', 'finished_at']))
   .transform((r) => ({
@@ -298,6 +305,8 @@ export const RunSchema = z
     progress: r.progress ?? null,
     promptTokens: r.prompt_tokens ?? null,
     completionTokens: r.completion_tokens ?? null,
+    truncatedCount: r.truncated_count ?? null,
+    errorCount: r.error_count ?? null,
   }));
 export type RunWire = z.input<typeof RunSchema>;
 export type Run = z.output<typeof RunSchema>;
@@ -317,6 +326,10 @@ export const QuestionResultSchema = z
     model_answer: z.string(),
     correct: z.boolean().nullable(),
     score: fraction,
+    /** Extension (real engines): the answer was cut by the token budget. */
+    truncated: z.boolean().optional(),
+    /** Extension (real engines): why the question has an error answer (which component failed). */
+    error: z.string().nullable().optional(),
   })
   .transform((q) => ({
     questionId: q.question_id,
@@ -326,6 +339,8 @@ export const QuestionResultSchema = z
     modelAnswer: q.model_answer,
     correct: q.correct,
     score: q.score,
+    truncated: q.truncated ?? false,
+    error: q.error ?? null,
   }));
 export type QuestionResultWire = z.input<typeof QuestionResultSchema>;
 /** One question of a run: `correct` is a boolean for exact_match (then `score` is 0 or 1) and null for graded. */

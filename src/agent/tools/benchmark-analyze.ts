@@ -8,7 +8,7 @@ import { chatTurnCosts } from '../../store/turns.js';
 import { currentPlan, savePlan } from '../chat-plan.js';
 import { verdictChoices } from '../next-steps.js';
 import { updateStep } from '../plan.js';
-import type { CostLine, ReplyPart } from '../reply.js';
+import type { ComparedRun, CostLine, ReplyPart } from '../reply.js';
 import { requireOwnResource } from './own-resource.js';
 import { defineTool, toolError, type ToolContext } from './tool.js';
 
@@ -82,6 +82,26 @@ async function chatCosts(ctx: ToolContext): Promise<{ costs: CostLine[]; agentUs
   }
   const turns = await chatTurnCosts(ctx.db, ctx.chat.team_id, ctx.chat.id);
   return { costs, agentUsd: turns.totalUsd, agentTurnsUsd: turns.turnsUsd };
+}
+
+function comparedRun(run: Run): ComparedRun {
+  return {
+    runId: run.id,
+    modelId: run.modelId,
+    ...(run.truncatedCount !== null ? { truncated: run.truncatedCount } : {}),
+    ...(run.errorCount !== null ? { errors: run.errorCount } : {}),
+  };
+}
+
+/** What the two runs' budget cuts and error answers were, or null when neither run had any. */
+export function budgetFact(before: ComparedRun, after: ComparedRun): string | null {
+  const cut = (before.truncated ?? 0) + (after.truncated ?? 0);
+  const errors = (before.errors ?? 0) + (after.errors ?? 0);
+  if (cut === 0 && errors === 0) return null;
+  const parts: string[] = [];
+  if (cut > 0) parts.push(`answers cut by the token budget: ${before.truncated ?? 0} before, ${after.truncated ?? 0} after (a budget too small, not necessarily a weak model)`);
+  if (errors > 0) parts.push(`error answers (not answered or not stored, counted wrong): ${before.errors ?? 0} before, ${after.errors ?? 0} after`);
+  return `${parts.join('; ')}.`;
 }
 
 function capitalize(text: string): string {
@@ -161,8 +181,8 @@ export const benchmarkAnalyze = defineTool({
       {
         kind: 'comparison',
         comparison,
-        before: { runId: before.id, modelId: before.modelId },
-        after: { runId: after.id, modelId: after.modelId },
+        before: comparedRun(before),
+        after: comparedRun(after),
         cost: { costs, agentUsd, agentTurnsUsd, elapsedMs: Date.now() - started },
         questions: questionChanges(beforeResults, afterResults),
       },
@@ -194,6 +214,8 @@ export const benchmarkAnalyze = defineTool({
       if (t.generalizationNote) facts.push(t.generalizationNote);
     }
     if (comparison.noiseFloor) facts.push(comparison.noiseFloor.note);
+    const budget = budgetFact(comparedRun(before), comparedRun(after));
+    if (budget) facts.push(capitalize(budget));
     facts.push(`Cost: ${costs.map((c) => `${c.label} ${c.credits} credits${c.charged ? '' : ' (estimated)'}`).join(', ')}; agent $${agentUsd.toFixed(4)} so far.`);
     facts.push('The verdict and every figure above were computed in code; quote them as they are. The table (headed by that verdict), the cost and three next-step buttons are attached to your message; write 2-4 sentences of narrative.');
     return { content: facts.join('\n'), parts };

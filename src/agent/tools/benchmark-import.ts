@@ -80,8 +80,9 @@ async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
 export const benchmarkImport = defineTool({
   name: 'benchmark-import',
   description:
-    'Make a benchmark of a JSONL file someone shared in this thread (one JSON object a line: id, question, answer; optional category, choices, scorer exact|numeric|choice|contains|regex, max_tokens). ' +
-    'Give the file id from the message. Returns the benchmark id to launch runs with; a bad file is refused whole and the error names each bad line and field, to tell the person.',
+    'Make a benchmark of a JSONL file someone shared in this thread: ours (id, question, answer or a list of accepted answers; optional category, choices, scorer exact|numeric|choice|contains|regex, max_tokens, stop), ' +
+    'or OpenAI evals, Inspect AI, or Hugging Face rows of MMLU, ARC or GSM8K, detected from the file. ' +
+    'Give the file id from the message. Returns the benchmark id to launch runs with and how the file was read (tell the person); a bad file is refused whole and the error names each bad line and field, to tell the person.',
   input: z.object({
     fileId: z.string().min(1).describe('The file id shown with the shared file, e.g. F0123ABC'),
     benchmarkId: z.string().regex(ID_PATTERN).optional().describe('Benchmark id to store it under; default from the file name'),
@@ -114,6 +115,7 @@ export const benchmarkImport = defineTool({
         benchmarkId: benchmark.id,
         file: file.name,
         questions: benchmark.questionCount,
+        ...(benchmark.sourceFormat ? { readAs: `${benchmark.sourceFormat.name}${benchmark.sourceFormat.mapping.length ? `: ${benchmark.sourceFormat.mapping.join(', ')}` : ''}` } : {}),
         categories: benchmark.categories.map((c) => `${c.name} (${c.questionCount})`),
         pricing: benchmark.pricing,
       }),

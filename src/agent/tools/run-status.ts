@@ -19,6 +19,21 @@ function pct(rate: number | null | undefined): string {
   return rate === null || rate === undefined ? 'n/a' : `${(rate * 100).toFixed(1)}%`;
 }
 
+/**
+ * The answers cut by the token budget and the error answers of a run on a real engine, said so
+ * that a budget too small or a failing component is not mistaken for a weak model; null when none.
+ */
+export function budgetNote(run: Pick<Run, 'truncatedCount' | 'errorCount' | 'questionCount'>): string | null {
+  const notes: string[] = [];
+  if (run.truncatedCount) {
+    notes.push(`${run.truncatedCount} of ${run.questionCount} answers were cut by the token budget (finish_reason length): a budget too small, not necessarily a weak model`);
+  }
+  if (run.errorCount) {
+    notes.push(`${run.errorCount} question${run.errorCount === 1 ? '' : 's'} could not be answered or stored (error answers, counted wrong; each names the component that failed)`);
+  }
+  return notes.length > 0 ? notes.join('; ') : null;
+}
+
 export function describeRun(run: Run): string {
   const parts = [`Run ${run.id} (benchmark ${run.benchmarkId}, model ${run.modelId}): ${run.status}`];
   if (run.score !== null) {
@@ -27,6 +42,8 @@ export function describeRun(run: Run): string {
   if (run.categoryScores?.length) {
     parts.push(`per category: ${run.categoryScores.map((c) => `${c.category} ${pct(c.score)} (${c.questionCount})`).join(', ')}`);
   }
+  const cut = budgetNote(run);
+  if (cut) parts.push(cut);
   parts.push(run.chargedCredits !== null ? `charged ${run.chargedCredits} credits` : `price ${run.priceCredits} credits`);
   if (run.errorMessage) parts.push(`error: ${run.errorMessage}`);
   parts.push(`link ${run.webUrl}`);

@@ -149,6 +149,19 @@ function tableAsText(rows: Cell[][]): KnownBlock {
   return { type: 'section', text: { type: 'mrkdwn', text: truncateMrkdwn(`\`\`\`${body}\`\`\``, SLACK_LIMITS.sectionText) } };
 }
 
+/** The answers cut by the token budget and the error answers of both runs, when either had any. */
+export function budgetNote(part: Pick<ComparisonPart, 'before' | 'after'>): string | null {
+  const { before, after } = part;
+  const notes: string[] = [];
+  if ((before.truncated ?? 0) + (after.truncated ?? 0) > 0) {
+    notes.push(`:scissors: Cut by the token budget: ${before.truncated ?? 0} answers before, ${after.truncated ?? 0} after (a budget too small, not necessarily a weak model).`);
+  }
+  if ((before.errors ?? 0) + (after.errors ?? 0) > 0) {
+    notes.push(`:warning: Error answers (not answered or not stored, counted wrong): ${before.errors ?? 0} before, ${after.errors ?? 0} after.`);
+  }
+  return notes.length > 0 ? notes.join(' ') : null;
+}
+
 /** How the questions that changed are shown: Slack's data table, text (where the table is refused), or not at all. */
 export type QuestionsShown = 'table' | 'text' | 'none';
 
@@ -195,6 +208,8 @@ export function buildComparisonBlocks(
     if (comparison.training.generalizationNote && v.outcome !== 'memorized') notes.push(`:warning: ${comparison.training.generalizationNote}`);
   }
   if (comparison.noiseFloor) notes.push(comparison.noiseFloor.note);
+  const budget = budgetNote(part);
+  if (budget) notes.push(budget);
   const basis = comparison.training?.generalizationMeasured ? comparison.training.notTrainedOn : comparison.overall;
   const detectable = basis.detectableChange.value;
   if (v.outcome === 'no_detectable_change' && detectable !== null) {

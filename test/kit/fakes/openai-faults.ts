@@ -7,7 +7,9 @@ export type Fault =
   | { kind: 'status'; status: number; retryAfter?: string; body?: string }
   | { kind: 'hang'; ms: number }
   | { kind: 'raw'; body: string; status?: number }
-  | { kind: 'json'; body: unknown; status?: number };
+  | { kind: 'json'; body: unknown; status?: number }
+  /** Sends these bytes as the body (200, JSON content type): invalid UTF-8 a JS string cannot carry. */
+  | { kind: 'bytes'; body: Buffer };
 
 export interface FakeModel {
   id: string;
@@ -108,6 +110,11 @@ export async function startFakeOpenAi(options: { models?: FakeModel[]; latencyMs
       if (fault.kind === 'hang') {
         await wait(fault.ms);
         send(response, 200, { error: 'too late' });
+        return;
+      }
+      if (fault.kind === 'bytes') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(fault.body);
         return;
       }
       if (fault.kind === 'raw') {

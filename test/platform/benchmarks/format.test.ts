@@ -35,6 +35,7 @@ describe('parseBenchmarkJsonl', () => {
         { id: 'q4', question: 'Name a colour', answer: 'red|blue', scorer: 'regex' },
         { id: 'q5', question: 'Where do fish live?', answer: 'water', scorer: 'contains' },
       ],
+      format: { id: 'ours', name: 'our benchmark format', mapping: [] },
     });
   });
 
@@ -74,7 +75,7 @@ describe('parseBenchmarkJsonl', () => {
   });
 
   it('refuses an empty file and a bad benchmark id', () => {
-    expect(parseBenchmarkJsonl('\n  \n', 'empty')).toEqual({ ok: false, errors: [{ line: 0, message: expect.stringMatching(/no questions/) }] });
+    expect(parseBenchmarkJsonl('\n  \n', 'empty')).toMatchObject({ ok: false, errors: [{ line: 0, message: expect.stringMatching(/no questions/) }] });
     const bad = parseBenchmarkJsonl(lines({ id: 'a', question: 'q', answer: 'x' }), '../etc');
     expect(bad.ok === false && bad.errors[0]).toMatchObject({ line: 0, field: 'benchmark id' });
   });

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BENCHMARK_ID_PATTERN, parseBenchmarkJsonl, type BenchmarkFileError, type BenchmarkItem } from './format.js';
+import type { BenchmarkFormatReport } from './formats.js';
 
 /** Largest benchmark file read (a file or an upload). */
 export const MAX_BENCHMARK_FILE_BYTES = 20_000_000;
@@ -15,6 +16,8 @@ export interface FileBenchmark {
   fileName: string;
   sha256: string;
   items: BenchmarkItem[];
+  /** The format the file was read as, and how its fields became ours. */
+  format: BenchmarkFormatReport;
   /** When the file was last written, or the upload stored. */
   updatedAt: Date;
 }
@@ -23,6 +26,8 @@ export interface InvalidBenchmarkFile {
   id: string;
   fileName: string;
   errors: BenchmarkFileError[];
+  /** The format the file was read as, when one was detected. */
+  format?: BenchmarkFormatReport;
 }
 
 export interface BenchmarksDir {
@@ -43,8 +48,8 @@ export async function readBenchmarkFile(path: string, id: string, fileName: stri
   }
   const text = await readFile(path, 'utf8');
   const parsed = parseBenchmarkJsonl(text, id);
-  if (!parsed.ok) return { id, fileName, errors: parsed.errors };
-  return { id, source: 'directory', fileName, sha256: sha256(text), items: parsed.items, updatedAt: info.mtime };
+  if (!parsed.ok) return { id, fileName, errors: parsed.errors, ...(parsed.format ? { format: parsed.format } : {}) };
+  return { id, source: 'directory', fileName, sha256: sha256(text), items: parsed.items, format: parsed.format, updatedAt: info.mtime };
 }
 
 /**

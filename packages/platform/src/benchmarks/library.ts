@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { readBenchmarkFile, sha256, type FileBenchmark, type InvalidBenchmarkFile } from './directory.js';
 import { BENCHMARK_ID_PATTERN, parseBenchmarkJsonl, type BenchmarkFileError, type BenchmarkItem } from './format.js';
+import { formatReport, type BenchmarkFormatReport } from './formats.js';
 
 export type UploadOutcome =
   | { status: 'created' | 'unchanged'; benchmark: FileBenchmark }
-  | { status: 'invalid'; errors: BenchmarkFileError[] }
+  | { status: 'invalid'; errors: BenchmarkFileError[]; format?: BenchmarkFormatReport }
   | { status: 'conflict'; message: string };
 
 export interface BenchmarkLibrary {
@@ -37,6 +38,7 @@ interface UploadRow {
   file_name: string;
   sha256: string;
   items: BenchmarkItem[];
+  format: BenchmarkFormatReport | null;
   created_at: Date;
 }
 
@@ -53,7 +55,8 @@ export const BENCHMARK_UPLOADS_DDL = `
 `;
 
 function fromRow(row: UploadRow): FileBenchmark {
-  return { id: row.id, source: 'upload', fileName: row.file_name, sha256: row.sha256, items: row.items, updatedAt: row.created_at };
+  // Uploads stored before formats were detected were all ours.
+  return { id: row.id, source: 'upload', fileName: row.file_name, sha256: row.sha256, items: row.items, format: row.format ?? formatReport('ours'), updatedAt: row.created_at };
 }
 
 export function createBenchmarkLibrary(options: BenchmarkLibraryOptions): BenchmarkLibrary {
@@ -85,7 +88,7 @@ export function createBenchmarkLibrary(options: BenchmarkLibraryOptions): Benchm
   }
 
   async function upload(id: string): Promise<FileBenchmark | null> {
-    const result = await pool.query<UploadRow>('SELECT id, file_name, sha256, items, created_at FROM sandbox.benchmark_uploads WHERE id = $1', [id]);
+    const result = await pool.query<UploadRow>('SELECT id, file_name, sha256, items, format, created_at FROM sandbox.benchmark_uploads WHERE id = $1', [id]);
     return result.rows[0] ? fromRow(result.rows[0]) : null;
   }
 
@@ -104,7 +107,7 @@ export function createBenchmarkLibrary(options: BenchmarkLibraryOptions): Benchm
         else invalid.push(read);
       }
       const seen = new Set(benchmarks.map((b) => b.id));
-      const uploads = await pool.query<UploadRow>('SELECT id, file_name, sha256, items, created_at FROM sandbox.benchmark_uploads ORDER BY created_at, id');
+      const uploads = await pool.query<UploadRow>('SELECT id, file_name, sha256, items, format, created_at FROM sandbox.benchmark_uploads ORDER BY created_at, id');
       for (const row of uploads.rows) if (!seen.has(row.id)) benchmarks.push(fromRow(row));
       return { benchmarks, invalid };
     },
@@ -115,7 +118,7 @@ export function createBenchmarkLibrary(options: BenchmarkLibraryOptions): Benchm
     },
     async upload(input) {
       const parsed = parseBenchmarkJsonl(input.text, input.id);
-      if (!parsed.ok) return { status: 'invalid', errors: parsed.errors };
+      if (!parsed.ok) return { status: 'invalid', errors: parsed.errors, ...(parsed.format ? { format: parsed.format } : {}) };
       const digest = sha256(input.text);
       const taken = (by: string) => ({ status: 'conflict' as const, message: `benchmark id ${input.id} is taken by ${by}; upload under another id` });
       if (options.isReserved?.(input.id)) return taken('a built-in benchmark');
@@ -125,11 +128,11 @@ export function createBenchmarkLibrary(options: BenchmarkLibraryOptions): Benchm
         return taken(`the file ${fromDir.fileName} in BENCHMARKS_DIR`);
       }
       const inserted = await pool.query<UploadRow>(
-        `INSERT INTO sandbox.benchmark_uploads (id, file_name, sha256, question_count, items)
-         VALUES ($1, $2, $3, $4, $5::jsonb)
+        `INSERT INTO sandbox.benchmark_uploads (id, file_name, sha256, question_count, items, format)
+         VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)
          ON CONFLICT (id) DO NOTHING
-         RETURNING id, file_name, sha256, items, created_at`,
-        [input.id, input.fileName ?? `${input.id}.jsonl`, digest, parsed.items.length, JSON.stringify(parsed.items)],
+         RETURNING id, file_name, sha256, items, format, created_at`,
+        [input.id, input.fileName ?? `${input.id}.jsonl`, digest, parsed.items.length, JSON.stringify(parsed.items), JSON.stringify(parsed.format)],
       );
       if (inserted.rows[0]) return { status: 'created', benchmark: fromRow(inserted.rows[0]) };
       const existing = (await upload(input.id))!;

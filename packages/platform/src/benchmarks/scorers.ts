@@ -58,40 +58,87 @@ function extractChoice(item: BenchmarkItem, output: string): string {
   return '';
 }
 
+/** Every accepted answer of an item, the expected one first. */
+export function acceptedAnswers(item: BenchmarkItem): string[] {
+  return item.answers && item.answers.length > 0 ? item.answers : [item.answer];
+}
+
+/** The output cut at the first of `stop` (lm-evaluation-harness's `until`); the output itself without any. */
+export function cutAtStop(output: string, stop: readonly string[] | undefined): string {
+  if (!stop || stop.length === 0) return output;
+  let end = output.length;
+  for (const sequence of stop) {
+    const at = sequence === '' ? -1 : output.indexOf(sequence);
+    if (at >= 0 && at < end) end = at;
+  }
+  return output.slice(0, end);
+}
+
+/** Punctuation after which a line goes on with something else: not the apostrophe or hyphen that continue a word. */
+const BREAK = /[\p{P}\p{S}]/u;
+const JOINERS = new Set(["'", '\u2019', '-', '\u2010', '\u2011', '_']);
+
 /**
- * Scores `output` with the item's scorer:
- * - `exact`: the first non-empty line (an "Answer:" label dropped) equals the answer after
- *   {@link normalizeText};
- * - `numeric`: the number after an answer label, else the first number, equals the answer's;
+ * The `exact` rule on one line: the line is the answer, or starts with it and goes on after a
+ * punctuation mark ("Lily. She loved..." and "Lily, who..." for "Lily"); a longer phrase that only
+ * starts with it ("Lily and Tom", "Lily's") is not the answer. Compared after {@link normalizeText}.
+ */
+export function exactMatch(line: string, answer: string): boolean {
+  const want = normalizeText(answer);
+  if (want === '') return false;
+  if (normalizeText(line) === want) return true;
+  const chars = [...line];
+  let prefix = '';
+  for (const char of chars) {
+    if (BREAK.test(char) && !JOINERS.has(char) && prefix.trim() !== '' && normalizeText(prefix) === want) return true;
+    prefix += char;
+  }
+  return false;
+}
+
+/**
+ * Scores `output` with the item's scorer, against each of its accepted answers (right if any is),
+ * after cutting the output at the item's first `stop` sequence:
+ * - `exact`: the first non-empty line (an "Answer:" label dropped) is the answer, or starts with it
+ *   and goes on after a punctuation mark (see {@link exactMatch});
+ * - `numeric`: the number after an answer label ("Answer:", "####"), else the first number, equals
+ *   the answer's; "$" and "," ignored;
  * - `choice`: the letter read from the output is the answer's letter;
  * - `contains`: the normalized output contains the normalized answer as whole words;
  * - `regex`: the answer, as a case-insensitive regular expression, matches the output.
  */
-export function scoreAnswer(item: BenchmarkItem, output: string): ScoredAnswer {
+export function scoreAnswer(item: BenchmarkItem, fullOutput: string): ScoredAnswer {
+  const output = cutAtStop(fullOutput, item.stop);
+  const answers = acceptedAnswers(item);
   switch (scorerOf(item)) {
     case 'exact': {
       const extracted = firstAnswerLine(output);
-      return { extracted, score: normalizeText(extracted) === normalizeText(item.answer) ? 1 : 0 };
+      return { extracted, score: answers.some((answer) => exactMatch(extracted, answer)) ? 1 : 0 };
     }
     case 'numeric': {
       const extracted = extractNumber(output);
       const got = parseNumber(extracted);
-      const want = parseNumber(item.answer);
-      return { extracted, score: got !== null && want !== null && numbersEqual(got, want) ? 1 : 0 };
+      const right = got !== null && answers.some((answer) => {
+        const want = parseNumber(answer);
+        return want !== null && numbersEqual(got, want);
+      });
+      return { extracted, score: right ? 1 : 0 };
     }
     case 'choice': {
       const extracted = extractChoice(item, output);
-      return { extracted, score: extracted !== '' && extracted === item.answer.trim().toUpperCase() ? 1 : 0 };
+      return { extracted, score: extracted !== '' && answers.some((answer) => extracted === answer.trim().toUpperCase()) ? 1 : 0 };
     }
     case 'contains': {
-      const want = normalizeText(item.answer);
-      const got = normalizeText(output);
-      const found = want !== '' && ` ${got} `.includes(` ${want} `);
-      return { extracted: found ? want : firstAnswerLine(output), score: found ? 1 : 0 };
+      const got = ` ${normalizeText(output)} `;
+      const found = answers.map(normalizeText).find((want) => want !== '' && got.includes(` ${want} `));
+      return { extracted: found ?? firstAnswerLine(output), score: found !== undefined ? 1 : 0 };
     }
     case 'regex': {
-      const match = new RegExp(item.answer, 'i').exec(output);
-      return { extracted: match ? match[0] : '', score: match ? 1 : 0 };
+      for (const answer of answers) {
+        const match = new RegExp(answer, 'i').exec(output);
+        if (match) return { extracted: match[0], score: 1 };
+      }
+      return { extracted: '', score: 0 };
     }
   }
 }

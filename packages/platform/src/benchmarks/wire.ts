@@ -2,6 +2,7 @@
 import type { BenchmarkWire } from '@verdict/contract/contract';
 import { estimateRunCredits } from '../engines/run-pricing.js';
 import type { FileBenchmark } from './directory.js';
+import { describeFormat } from './formats.js';
 import { renderPrompt } from './prompts.js';
 
 /** Category of a question that has none (as runs store it). */
@@ -18,7 +19,7 @@ export function fileBenchmarkToWire(benchmark: FileBenchmark, creditsPer1kTokens
   return {
     id: benchmark.id,
     name: benchmark.id,
-    description: `${benchmark.items.length} question${benchmark.items.length === 1 ? '' : 's'} from ${from}`,
+    description: `${benchmark.items.length} question${benchmark.items.length === 1 ? '' : 's'} from ${from}, ${describeFormat(benchmark.format)}`,
     question_count: benchmark.items.length,
     categories: [...counts].map(([name, count]) => ({ name, question_count: count })),
     scoring: 'exact_match',
@@ -30,5 +31,6 @@ export function fileBenchmarkToWire(benchmark: FileBenchmark, creditsPer1kTokens
       ),
     },
     environment: 'sandbox',
+    source_format: benchmark.format,
   };
 }

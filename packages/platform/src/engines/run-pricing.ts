@@ -1,6 +1,7 @@
 // What a run on a real inference engine costs: the quote before it starts and the charge for its tokens.
 import { roundCredits } from '@verdict/contract/contract';
 import type { BenchmarkItem } from '../benchmarks/format.js';
+import { acceptedAnswers } from '../benchmarks/scorers.js';
 import { estimateTokens, generationBudget } from './inference.js';
 
 /** Prompt-side tokens a chat template or special tokens may add to a question, for the estimate. */
@@ -18,9 +19,14 @@ export function estimateRunCredits(
 ): number {
   let tokens = 0;
   for (const { prompt, item } of questions) {
-    tokens += estimateTokens(prompt) + TEMPLATE_OVERHEAD_TOKENS + generationBudget(estimateTokens(item.answer), item.max_tokens);
+    tokens += estimateTokens(prompt) + TEMPLATE_OVERHEAD_TOKENS + generationBudget(estimateTokens(longestAnswer(item)), item.max_tokens);
   }
   return Math.max(0.01, chargeFor(tokens, creditsPer1kTokens));
+}
+
+/** The longest accepted answer: the generation budget must hold any of them. */
+export function longestAnswer(item: BenchmarkItem): string {
+  return acceptedAnswers(item).reduce((a, b) => (b.length > a.length ? b : a));
 }
 
 /** Credits for `tokens` at `creditsPer1kTokens`, rounded up to the cent. */

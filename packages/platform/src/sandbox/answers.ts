@@ -2,6 +2,7 @@
 import type { BenchmarkItem } from '../benchmarks/index.js';
 import type { QuestionResultWire } from '@verdict/contract/contract';
 import type { InferenceModel } from '../engines/inference.js';
+import { storableText } from '../safe-text.js';
 import type { Db } from './store.js';
 
 /** A benchmark question as a run stores it. */
@@ -19,11 +20,15 @@ export interface AnswerRow {
   max_tokens: number | null;
   style: string | null;
   raw_output: string | null;
+  /** The exact output as a JSON string literal when `raw_output` had to escape NUL or lone surrogates. */
+  raw_output_exact: string | null;
   extracted_answer: string | null;
   score: number | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   finish_reason: string | null;
+  /** Why this question has an error answer (the component that failed); null for a real answer. */
+  error: string | null;
   answered_at: Date | null;
 }
 
@@ -69,27 +74,37 @@ export async function pendingQuestions(db: Db, limit: number, exclude: ReadonlyS
 }
 
 export interface StoredAnswer {
-  maxTokens: number;
-  style: string;
-  rawOutput: string;
+  maxTokens: number | null;
+  style: string | null;
+  rawOutput: string | null;
   extractedAnswer: string;
   score: number;
   promptTokens: number;
   completionTokens: number;
   finishReason: string | null;
+  /** Set for an error answer: the question could not be answered or stored; it is scored 0. */
+  error?: string;
   answeredAt: Date;
+}
+
+/** The error answer of a question that could not be answered or stored: scored wrong, no tokens, the reason kept. */
+export function errorAnswer(error: string, answeredAt: Date, maxTokens: number | null = null): StoredAnswer {
+  return { maxTokens, style: null, rawOutput: null, extractedAnswer: '', score: 0, promptTokens: 0, completionTokens: 0, finishReason: null, error, answeredAt };
 }
 
 /**
  * Stores a question's answer once, and only while its run is running; false when it was already
  * stored (the first answer stays) or the run has finished (a cancelled run keeps the answers it had:
  * the share lock makes a concurrent cancel, which locks the run for update, count this answer or refuse it).
+ * Any text is stored: NUL characters and lone surrogates are shown escaped, the exact output kept
+ * beside it (see {@link storableText}).
  */
 export async function storeAnswer(db: Db, runId: string, position: number, answer: StoredAnswer): Promise<boolean> {
+  const raw = answer.rawOutput === null ? null : storableText(answer.rawOutput);
   const result = await db.query(
     `UPDATE sandbox.run_answers
         SET max_tokens = $3, style = $4, raw_output = $5, extracted_answer = $6, score = $7, prompt_tokens = $8,
-            completion_tokens = $9, finish_reason = $10, answered_at = $11
+            completion_tokens = $9, finish_reason = $10, answered_at = $11, raw_output_exact = $12, error = $13
       WHERE run_id = $1 AND position = $2 AND answered_at IS NULL
         AND EXISTS (SELECT 1 FROM sandbox.runs r WHERE r.id = $1 AND r.status = 'running' FOR SHARE)`,
     [
@@ -97,13 +112,15 @@ export async function storeAnswer(db: Db, runId: string, position: number, answe
       position,
       answer.maxTokens,
       answer.style,
-      answer.rawOutput,
-      answer.extractedAnswer,
+      raw?.text ?? null,
+      storableText(answer.extractedAnswer).text,
       answer.score,
       answer.promptTokens,
       answer.completionTokens,
-      answer.finishReason,
+      answer.finishReason === null ? null : storableText(answer.finishReason).text,
       answer.answeredAt,
+      raw?.exact ?? null,
+      answer.error === undefined ? null : storableText(answer.error).text,
     ],
   );
   return (result.rowCount ?? 0) > 0;
@@ -112,6 +129,12 @@ export async function storeAnswer(db: Db, runId: string, position: number, answe
 export interface AnswerTotals {
   total: number;
   answered: number;
+  /** Answers cut by the token budget (`finish_reason: length`). */
+  truncated: number;
+  /** Error answers: questions that could not be answered or stored. */
+  errors: number;
+  /** The first error answer's reason, when there is one. */
+  firstError: string | null;
   scoreSum: number;
   promptTokens: number;
   completionTokens: number;
@@ -129,18 +152,26 @@ export async function answerTotals(db: Db, runId: string): Promise<AnswerTotals>
     score_sum: number;
     prompt_tokens: number;
     completion_tokens: number;
+    truncated: number;
+    errors: number;
+    first_error: string | null;
     first: number;
   }>(
     `SELECT category, count(*)::int AS total, count(answered_at)::int AS answered,
+            count(*) FILTER (WHERE finish_reason = 'length')::int AS truncated, count(error)::int AS errors,
+            (array_agg(error ORDER BY position) FILTER (WHERE error IS NOT NULL))[1] AS first_error,
             COALESCE(sum(score), 0)::float8 AS score_sum, COALESCE(sum(prompt_tokens), 0)::float8 AS prompt_tokens,
             COALESCE(sum(completion_tokens), 0)::float8 AS completion_tokens, min(position) AS first
        FROM sandbox.run_answers WHERE run_id = $1 GROUP BY category ORDER BY first`,
     [runId],
   );
-  const totals: AnswerTotals = { total: 0, answered: 0, scoreSum: 0, promptTokens: 0, completionTokens: 0, categories: [] };
+  const totals: AnswerTotals = { total: 0, answered: 0, truncated: 0, errors: 0, firstError: null, scoreSum: 0, promptTokens: 0, completionTokens: 0, categories: [] };
   for (const row of result.rows) {
     totals.total += row.total;
     totals.answered += row.answered;
+    totals.truncated += row.truncated;
+    totals.errors += row.errors;
+    totals.firstError ??= row.first_error;
     totals.scoreSum += row.score_sum;
     totals.promptTokens += row.prompt_tokens;
     totals.completionTokens += row.completion_tokens;
@@ -158,17 +189,27 @@ export async function listAnswers(db: Db, runId: string, offset: number, limit: 
   return result.rows;
 }
 
-/** A stored answer in the contract's per-question shape; `correct` is set when the scorer gave 0 or 1. */
+/** Longest model answer shown per question; the whole output stays stored. */
+export const MAX_SHOWN_ANSWER_CHARS = 2_000;
+
+/**
+ * A stored answer in the contract's per-question shape; `correct` is set when the scorer gave 0 or
+ * 1. A long answer is cut to {@link MAX_SHOWN_ANSWER_CHARS} with a note of its length.
+ */
 export function answerToWire(row: AnswerRow): QuestionResultWire {
   const score = row.score ?? 0;
+  const answer = row.extracted_answer ?? '';
+  const shown = answer.length > MAX_SHOWN_ANSWER_CHARS ? `${answer.slice(0, MAX_SHOWN_ANSWER_CHARS).replace(/[\uD800-\uDBFF]$/, '')}… (${answer.length} characters)` : answer;
   return {
     question_id: row.question_id,
     category: row.category,
     question: row.question,
     expected_answer: row.expected_answer,
-    model_answer: row.extracted_answer ?? '',
+    model_answer: shown,
     correct: score === 0 || score === 1 ? score === 1 : null,
     score,
+    truncated: row.finish_reason === 'length',
+    error: row.error,
   };
 }
 

@@ -1,7 +1,7 @@
 // The platform's benchmark endpoints: the built-in catalogue, BENCHMARKS_DIR files, and uploads (POST /benchmarks).
 import type { IncomingHttpHeaders } from 'node:http';
 import { BenchmarkUploadRequestSchema, describeZodError, type BenchmarkWire, type ErrorBodyWire } from '@verdict/contract/contract';
-import { fileBenchmarkToWire, formatBenchmarkErrors, type BenchmarkFileError } from '../benchmarks/index.js';
+import { describeFormat, fileBenchmarkToWire, formatBenchmarkErrors, type BenchmarkFileError, type BenchmarkFormatReport } from '../benchmarks/index.js';
 import { BENCHMARKS } from './catalogue.js';
 import type { SandboxContext } from './context.js';
 import { SandboxApiError, benchmarkToWire, requireBenchmark, type Reply } from './operations.js';
@@ -23,11 +23,12 @@ export function isJsonlBody(headers: IncomingHttpHeaders): boolean {
 
 
 /** A 422 whose body lists each bad line: `error.details` extends the contract's error shape. */
-function invalidFile(what: string, errors: BenchmarkFileError[]): Reply {
+function invalidFile(what: string, errors: BenchmarkFileError[], format?: BenchmarkFormatReport): Reply {
   const shown = formatBenchmarkErrors(errors.slice(0, 20));
   const more = errors.length > 20 ? `\n(and ${errors.length - 20} more listed in details)` : '';
+  const readAs = format ? ` (${describeFormat(format)})` : '';
   const body: ErrorBodyWire & { error: { details: BenchmarkFileError[] } } = {
-    error: { code: 'invalid_request', message: `${what} is refused whole:\n${shown}${more}`, details: errors },
+    error: { code: 'invalid_request', message: `${what}${readAs} is refused whole:\n${shown}${more}`, details: errors },
   };
   return { status: 422, body };
 }
@@ -39,7 +40,7 @@ function quoteRate(ctx: SandboxContext): number {
 export async function listBenchmarks(ctx: SandboxContext): Promise<Reply> {
   const files = await ctx.benchmarks.list();
   const items: BenchmarkWire[] = [...BENCHMARKS.map(benchmarkToWire), ...files.benchmarks.map((b) => fileBenchmarkToWire(b, quoteRate(ctx)))];
-  const invalid = files.invalid.map((f) => ({ id: f.id, file_name: f.fileName, errors: f.errors }));
+  const invalid = files.invalid.map((f) => ({ id: f.id, file_name: f.fileName, errors: f.errors, ...(f.format ? { read_as: describeFormat(f.format) } : {}) }));
   return { status: 200, body: { items, ...(invalid.length > 0 ? { invalid } : {}) } };
 }
 
@@ -47,7 +48,7 @@ export async function getBenchmark(ctx: SandboxContext, id: string): Promise<Rep
   if (findBenchmark(id)) return { status: 200, body: benchmarkToWire(requireBenchmark(id)) };
   const found = await ctx.benchmarks.get(id);
   if (!found) throw new SandboxApiError(404, 'not_found', `benchmark ${id} not found`);
-  if (!('items' in found)) return invalidFile(`benchmark file ${found.fileName} in BENCHMARKS_DIR`, found.errors);
+  if (!('items' in found)) return invalidFile(`benchmark file ${found.fileName} in BENCHMARKS_DIR`, found.errors, found.format);
   return { status: 200, body: fileBenchmarkToWire(found, quoteRate(ctx)) };
 }
 
@@ -74,7 +75,7 @@ export async function uploadBenchmark(ctx: SandboxContext, request: { url: URL; 
   const outcome = await ctx.benchmarks.upload({ id, text, ...(fileName ? { fileName } : {}) });
   switch (outcome.status) {
     case 'invalid':
-      return invalidFile(`benchmark file ${fileName ?? `${id}.jsonl`}`, outcome.errors);
+      return invalidFile(`benchmark file ${fileName ?? `${id}.jsonl`}`, outcome.errors, outcome.format);
     case 'conflict':
       throw new SandboxApiError(409, 'invalid_request', outcome.message);
     case 'created':

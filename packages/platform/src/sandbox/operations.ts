@@ -18,7 +18,9 @@ import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
 import type { InferenceModel } from '../engines/inference.js';
-import { chargeFor, estimateRunCredits } from '../engines/run-pricing.js';
+import { chargeFor, estimateRunCredits, longestAnswer } from '../engines/run-pricing.js';
+import { checkAdapterServed } from '../engines/adapter-check.js';
+import { estimateTokens, generationBudget } from '../engines/inference.js';
 import { answerTotals, insertRunQuestions, upsertEngineModels } from './answers.js';
 import type { InferenceContext, SandboxContext, TrainingEngine } from './context.js';
 import { memorizationProbability, splitFailures, summarizeRun } from './simulator.js';
@@ -298,6 +300,8 @@ async function launchEngineRun(
   const price = builtIn
     ? priceRun(BenchmarkPricingSchema.parse(builtIn.pricing), model.params)
     : estimateRunCredits(questions, inference.creditsPer1kTokens);
+  // Asked before the account is locked: the check waits on the endpoint.
+  if (model.kind === 'fine_tuned' && model.base_model_id !== null) await requireAdapterServed(inference, client, model, questions);
   await requireCredits(client, price);
   const now = ctx.now();
   const row = await insertRun(client, {
@@ -318,6 +322,36 @@ async function launchEngineRun(
   await insertRunQuestions(client, row.id, questions);
   ctx.logger.info({ runId: row.id, benchmarkId: input.benchmarkId, modelId: model.id, price, engine: row.engine }, 'engine run launched');
   return { status: 201, body: runToWire(row, ctx.publicUrl, now) };
+}
+
+/**
+ * Refuses (422 `engine_unavailable`, before any charge) a run on a trained model whose endpoint
+ * answers a question the model was trained on exactly as the base model does without listing the
+ * adapter as loaded: it is serving the base model under the trained model's name.
+ */
+async function requireAdapterServed(
+  inference: InferenceContext,
+  client: pg.PoolClient,
+  model: ModelRow,
+  questions: ReadonlyArray<{ item: BenchmarkItem; prompt: string }>,
+): Promise<void> {
+  const served = await client.query<{ served_model: string | null }>('SELECT served_model FROM sandbox.models WHERE id = $1', [model.id]);
+  const dataset = model.dataset_id ? await getDataset(client, model.dataset_id) : null;
+  const trained = new Set(dataset?.trained_question_ids ?? []);
+  const question = questions.find((q) => trained.has(q.item.id));
+  const example = dataset?.examples?.[0];
+  const probe = question
+    ? { prompt: question.prompt, maxTokens: generationBudget(estimateTokens(longestAnswer(question.item)), question.item.max_tokens), ...(question.item.stop ? { stop: question.item.stop } : {}) }
+    : example
+      ? { prompt: example.prompt, maxTokens: generationBudget(estimateTokens(example.completion)) }
+      : { prompt: questions[0]!.prompt, maxTokens: generationBudget(estimateTokens(longestAnswer(questions[0]!.item)), questions[0]!.item.max_tokens) };
+  const check = await checkAdapterServed({
+    engine: inference.engine,
+    trainedModel: served.rows[0]?.served_model ?? model.id,
+    baseModel: model.base_model_id!,
+    ...probe,
+  });
+  if (!check.ok) throw new SandboxApiError(422, 'engine_unavailable', check.message);
 }
 
 export async function requireRun(ctx: SandboxContext, id: string): Promise<RunRow> {
@@ -378,8 +412,9 @@ async function buildEngineDataset(
   const answers = await runAnsweredQuestions(client, run.id);
   const unanswered = answers.filter((a) => a.score === null).length;
   if (unanswered > 0) throw unprocessable(`run ${run.id} has ${unanswered} questions without a stored score`);
-  const failed = answers.filter((a) => a.score! < FAILED_SCORE_THRESHOLD);
-  if (failed.length === 0) throw unprocessable(`run ${run.id} has no failed questions`);
+  // An error answer is no evidence about the model: it is not trained on.
+  const failed = answers.filter((a) => a.score! < FAILED_SCORE_THRESHOLD && a.error === null);
+  if (failed.length === 0) throw unprocessable(`run ${run.id} has no failed questions${answers.some((a) => a.error !== null) ? ' (error answers are not trained on)' : ''}`);
   const split = splitFailures(
     failed.map((a) => a.question_id),
     input.heldOutFraction,

@@ -1,13 +1,15 @@
 // The durable run executor: asks every question of runs on a real inference engine, stores each answer, finishes the run from the stored answers.
 import type pg from 'pg';
 import type { WebhookEventType } from '@verdict/contract/contract';
-import { chargeFor } from '../engines/run-pricing.js';
+import { chargeFor, longestAnswer } from '../engines/run-pricing.js';
 import {
   answerTotals,
+  errorAnswer,
   pendingQuestions,
   storeAnswer,
   type PendingQuestion,
   type RunItem,
+  type StoredAnswer,
 } from './answers.js';
 import type { SandboxLogger } from './context.js';
 import { chargeAccount, getRun, updateRun, withTransaction } from './store.js';
@@ -39,6 +41,9 @@ export interface RunExecutor {
   stop(): Promise<void>;
 }
 
+/** How long a question whose answer could not be stored at all waits before it is asked again. */
+const DEFER_MS = 5_000;
+
 const LEADER_LOCK = "hashtext('verdict-bot:run-executor')";
 
 /**
@@ -48,8 +53,10 @@ const LEADER_LOCK = "hashtext('verdict-bot:run-executor')";
  * answer once (raw output, extracted answer, score, tokens, budget), and when a run has no
  * unanswered question left, finishes it in one transaction: score and category scores from the
  * stored answers, the charge (token usage at the run's rate, at most its quoted price), and the
- * platform event. A question the engine fails to answer after its retries fails the run, charging
- * nothing. After a crash, a new executor asks only the questions whose answer was never stored.
+ * platform event. A question the engine fails to answer after its retries, or whose answer the
+ * database refuses, is stored as an error answer (scored wrong, counted, its reason naming the
+ * component that failed) and the run goes on; only a run whose every question is an error answer
+ * fails, charging nothing. Any output is stored (NUL and lone surrogates escaped). After a crash, a new executor asks only the questions whose answer was never stored.
  * A cancelled run is never asked again: its requests in flight are aborted, and an answer that
  * arrives anyway is not stored (storing requires the run to be running, under a lock a cancel waits for).
  */
@@ -65,6 +72,8 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
   let dirty = true;
 
   const keyOf = (q: { runId: string; position: number }) => `${q.runId}:${q.position}`;
+  /** Questions whose answer the database could not store at all, and when they may be asked again. */
+  const deferred = new Map<string, number>();
 
   function wake(): void {
     dirty = true;
@@ -147,9 +156,21 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
       if (!run || run.status !== 'running') return;
       const totals = await answerTotals(client, runId);
       if (totals.answered < totals.total) return;
+      const finishedAt = now();
+      if (totals.errors === totals.total) {
+        // Nothing was measured: a score of 0 would blame the model for what failed around it.
+        await updateRun(client, runId, {
+          status: 'failed',
+          charged: 0,
+          finished_at: finishedAt,
+          error_message: `no question could be answered (${totals.errors} error answers); the first: ${totals.firstError ?? 'unknown'}; nothing was charged`,
+        });
+        await options.emit(client, 'run.failed', runId, finishedAt);
+        logger.warn({ runId, errors: totals.errors, engine: inference.label }, 'engine run failed: every question is an error answer');
+        return;
+      }
       const tokens = totals.promptTokens + totals.completionTokens;
       const charged = Math.min(run.price, chargeFor(tokens, run.credits_per_1k_tokens ?? 0));
-      const finishedAt = now();
       const score = Math.round((totals.scoreSum / Math.max(1, totals.total)) * 10_000) / 10_000;
       await updateRun(client, runId, {
         status: 'completed',
@@ -162,38 +183,33 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
       });
       await chargeAccount(client, charged);
       await options.emit(client, 'run.completed', runId, finishedAt);
-      logger.info({ runId, score, charged, tokens, engine: inference.label }, 'engine run completed');
+      logger.info({ runId, score, charged, tokens, truncated: totals.truncated, errors: totals.errors, engine: inference.label }, 'engine run completed');
     });
   }
 
-  async function failRun(question: PendingQuestion, error: unknown): Promise<void> {
-    const detail = error instanceof Error ? error.message : String(error);
-    await withTransaction(pool, async (client) => {
-      const locked = await client.query<{ status: string }>('SELECT status FROM sandbox.runs WHERE id = $1 FOR UPDATE', [
-        question.runId,
-      ]);
-      if (locked.rows[0]?.status !== 'running') return;
-      const finishedAt = now();
-      await updateRun(client, question.runId, {
-        status: 'failed',
-        charged: 0,
-        finished_at: finishedAt,
-        error_message: `question ${question.item.id} could not be answered by ${inference.label}: ${detail}; nothing was charged`,
-      });
-      await options.emit(client, 'run.failed', question.runId, finishedAt);
-    });
-    logger.warn({ runId: question.runId, questionId: question.item.id, err: error }, 'engine run failed');
-  }
+  const describeError = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-  async function ask(question: PendingQuestion, cancelled: AbortSignal): Promise<void> {
-    const signal = AbortSignal.any([stopping.signal, cancelled]);
+  /** Asks the engine and scores the output; an error answer naming the engine (or the scorer) when that fails. */
+  async function answerOf(question: PendingQuestion, signal: AbortSignal): Promise<StoredAnswer> {
+    let maxTokens: number | null = null;
+    let result;
     try {
-      const answerTokens = await inference.countTokens(question.modelId, question.item.answer, signal);
-      const maxTokens = generationBudget(answerTokens.count, question.item.max_tokens);
-      const result = await inference.complete({ model: question.modelId, prompt: question.prompt, maxTokens, signal });
+      const answerTokens = await inference.countTokens(question.modelId, longestAnswer(question.item), signal);
+      maxTokens = generationBudget(answerTokens.count, question.item.max_tokens);
+      result = await inference.complete({
+        model: question.modelId,
+        prompt: question.prompt,
+        maxTokens,
+        ...(question.item.stop ? { stop: question.item.stop } : {}),
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      return errorAnswer(`the inference engine (${inference.label}) could not answer after its retries: ${describeError(error)}`, now(), maxTokens);
+    }
+    try {
       const scored = options.scoreAnswer(question.item, result.text);
-      if (signal.aborted) return;
-      const stored = await storeAnswer(pool, question.runId, question.position, {
+      return {
         maxTokens,
         style: result.style,
         rawOutput: result.text,
@@ -203,7 +219,44 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
         completionTokens: result.completionTokens,
         finishReason: result.finishReason,
         answeredAt: now(),
-      });
+      };
+    } catch (error) {
+      return { ...errorAnswer(`the scorer failed on the answer: ${describeError(error)}`, now(), maxTokens), rawOutput: result.text, promptTokens: result.promptTokens, completionTokens: result.completionTokens, finishReason: result.finishReason, style: result.style };
+    }
+  }
+
+  /**
+   * Stores the answer; when the database refuses it, stores an error answer saying so (keeping its
+   * tokens, which were spent). When even that cannot be stored the question stays unanswered and
+   * is asked again on a later pass: the run is never failed for it.
+   */
+  async function record(question: PendingQuestion, answer: StoredAnswer): Promise<boolean> {
+    try {
+      return await storeAnswer(pool, question.runId, question.position, answer);
+    } catch (error) {
+      logger.warn({ err: error, runId: question.runId, questionId: question.item.id }, 'the database refused an answer; storing an error answer instead');
+      const refused = {
+        ...errorAnswer(`the database could not store the answer: ${describeError(error)}`, now(), answer.maxTokens),
+        promptTokens: answer.promptTokens,
+        completionTokens: answer.completionTokens,
+        finishReason: answer.finishReason,
+      };
+      try {
+        return await storeAnswer(pool, question.runId, question.position, refused);
+      } catch (again) {
+        logger.error({ err: again, runId: question.runId, questionId: question.item.id }, 'the database could not store an error answer either; the question will be asked again');
+        deferred.set(keyOf(question), Date.now() + DEFER_MS);
+        return false;
+      }
+    }
+  }
+
+  async function ask(question: PendingQuestion, cancelled: AbortSignal): Promise<void> {
+    const signal = AbortSignal.any([stopping.signal, cancelled]);
+    try {
+      const answer = await answerOf(question, signal);
+      if (signal.aborted) return;
+      const stored = await record(question, answer);
       if (stored) {
         const left = await pool.query<{ n: number }>(
           'SELECT count(*)::int AS n FROM sandbox.run_answers WHERE run_id = $1 AND answered_at IS NULL',
@@ -213,16 +266,16 @@ export function startRunExecutor(options: RunExecutorOptions): RunExecutor {
       }
     } catch (error) {
       if (signal.aborted) return;
-      await failRun(question, error).catch((failure: unknown) =>
-        logger.error({ err: failure, runId: question.runId }, 'could not record a failed engine run'),
-      );
+      logger.error({ err: error, runId: question.runId, questionId: question.item.id }, 'the database failed while a question was recorded; it will be looked at again on a later pass');
     }
   }
 
   async function fill(): Promise<void> {
     const room = concurrency - inFlight.size;
     if (room <= 0) return;
-    const questions = await pendingQuestions(pool, room, new Set(inFlight.keys()));
+    const at = Date.now();
+    for (const [key, until] of deferred) if (until <= at) deferred.delete(key);
+    const questions = await pendingQuestions(pool, room, new Set([...inFlight.keys(), ...deferred.keys()]));
     for (const question of questions) {
       const key = keyOf(question);
       const abort = new AbortController();

@@ -199,6 +199,17 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
         WHERE status = 'cancelled' AND trainer IS NOT NULL AND attempts > 0 AND engine_stopped_at IS NULL;
     `,
   },
+  {
+    // Benchmark files in other formats (the format each upload was read as), and runs that survive
+    // any output: an answer's exact text when the stored one had to be escaped, and the error of a
+    // question that could not be answered or stored (an error answer, counted wrong).
+    version: 8,
+    sql: `
+      ALTER TABLE sandbox.benchmark_uploads ADD COLUMN IF NOT EXISTS format jsonb;
+      ALTER TABLE sandbox.run_answers ADD COLUMN IF NOT EXISTS raw_output_exact text;
+      ALTER TABLE sandbox.run_answers ADD COLUMN IF NOT EXISTS error text;
+    `,
+  },
 ];
 
 /** Creates or upgrades the `sandbox` schema; safe to run concurrently and on every start. */

@@ -261,6 +261,10 @@ export interface RunRow {
   answered: number;
   /** When the last answer was stored. */
   answered_at: Date | null;
+  /** Stored answers cut by the token budget (real engines). */
+  truncated: number;
+  /** Error answers: questions that could not be answered or stored (real engines). */
+  errors: number;
 }
 
 const RUN_COLUMNS = `id, benchmark_id, model_id, status, question_count, price::float8 AS price,
@@ -269,7 +273,9 @@ const RUN_COLUMNS = `id, benchmark_id, model_id, status, question_count, price::
   credits_per_1k_tokens::float8 AS credits_per_1k_tokens, prompt_tokens::float8 AS prompt_tokens,
   completion_tokens::float8 AS completion_tokens,
   (SELECT count(*)::int FROM sandbox.run_answers a WHERE a.run_id = runs.id AND a.answered_at IS NOT NULL) AS answered,
-  (SELECT max(a.answered_at) FROM sandbox.run_answers a WHERE a.run_id = runs.id) AS answered_at`;
+  (SELECT max(a.answered_at) FROM sandbox.run_answers a WHERE a.run_id = runs.id) AS answered_at,
+  (SELECT count(*)::int FROM sandbox.run_answers a WHERE a.run_id = runs.id AND a.finish_reason = 'length') AS truncated,
+  (SELECT count(*)::int FROM sandbox.run_answers a WHERE a.run_id = runs.id AND a.error IS NOT NULL) AS errors`;
 
 export async function insertRun(
   db: Db,
@@ -326,7 +332,7 @@ export async function getRun(
 export async function updateRun(
   db: Db,
   id: string,
-  fields: Partial<Omit<RunRow, 'id' | 'answered' | 'answered_at'>>,
+  fields: Partial<Omit<RunRow, 'id' | 'answered' | 'answered_at' | 'truncated' | 'errors'>>,
 ): Promise<void> {
   const entries = Object.entries(fields);
   if (entries.length === 0) return;
@@ -409,7 +415,12 @@ export function runToWire(row: RunRow, publicUrl: string, now: Date = new Date()
     },
     ...(row.engine === null
       ? {}
-      : { prompt_tokens: row.prompt_tokens ?? null, completion_tokens: row.completion_tokens ?? null }),
+      : {
+          prompt_tokens: row.prompt_tokens ?? null,
+          completion_tokens: row.completion_tokens ?? null,
+          truncated_count: row.truncated,
+          error_count: row.errors,
+        }),
   };
 }
 
@@ -728,12 +739,14 @@ export interface AnsweredQuestionRow {
   question_id: string;
   item: unknown;
   score: number | null;
+  /** Set for an error answer (not a failure of the model). */
+  error: string | null;
 }
 
 /** A real run's questions in benchmark order with their benchmark item and score. */
 export async function runAnsweredQuestions(db: Db, runId: string): Promise<AnsweredQuestionRow[]> {
   const result = await db.query<AnsweredQuestionRow>(
-    'SELECT question_id, item, score FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
+    'SELECT question_id, item, score, error FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
     [runId],
   );
   return result.rows;
