@@ -1,7 +1,7 @@
 // `npm run sandbox`: runs the sandbox platform standalone, on DATABASE_URL or an embedded Postgres in .data/sandbox-pg.
 import { ConfigError, loadEngineConfig } from '../../config.js';
 import { inferenceFromConfig } from '../engines/engine-setup.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../store/embedded-postgres.js';
+import { embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '../../store/embedded-postgres.js';
 import { logJson } from './log-json.js';
 import { startSandbox, type SandboxLogger } from './sandbox.js';
 
@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: '.data/sandbox-pg' });
+    const place = await embeddedDataDir({ dataRoot: '.data', name: 'sandbox-pg', explicit: false });
+    if (place.movedFrom) console.log(embeddedPlaceLine(place));
+    embedded = await startEmbeddedPostgres({ dataDir: place.dataDir });
     databaseUrl = embedded.url;
   }
   const sandbox = await startSandbox({
