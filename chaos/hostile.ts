@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { webhookHeaders } from '@verdict/contract/webhooks';
 import { allText, text, type Script } from '../test/kit/fakes/anthropic/index.js';
-import { appMention, postToBolt } from '../test/kit/fakes/slack/index.js';
+import { ACTION_IDS } from '../src/slack/action-ids.js';
+import { appHomeOpened, appMention, blockActionPayload, eventEnvelope, postToBolt, slackTs, threadMessage } from '../test/kit/fakes/slack/index.js';
 import { signSlackRequest } from '../test/kit/signing.js';
 import { CHANNEL, type Harness, sandboxCounts, startHarness, TEAM, waitForVerdict } from '../test/kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
@@ -191,6 +192,159 @@ export async function hostileSlack(o: { runs: number; newDatabase?: NewDatabase 
     tried: 'fast-check over unsigned / wrong secret / stale 5 min-1 day / tampered body / garbage signature / bad timestamp; 5 identical replays of one signed event',
     times: sent,
     held: `forged: always 401 (${[...statuses].map(([s, n]) => `${s}:${n}`).join(' ')}), 0 stored; replays: 1 trigger, 1 turn, 1 answer`,
+    ms: Date.now() - started,
+    failures: c.failures,
+  };
+}
+
+type JsonPath = Array<string | number>;
+
+/** Every path to a value inside `value` (not the root), depth first. */
+function jsonPaths(value: unknown, prefix: JsonPath = []): JsonPath[] {
+  if (value === null || typeof value !== 'object') return [];
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  return entries.flatMap(([key, inner]) => [[...prefix, key], ...jsonPaths(inner, [...prefix, key])]);
+}
+
+const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
+const WRONG_TYPES: unknown[] = [42, 'text', true, [], {}, [1, 2]];
+
+/** `body` with the value at `path` removed, made null, or replaced by one of another type (the `pick`-th such). */
+function mutate(body: unknown, path: JsonPath, op: 'missing' | 'null' | 'wrongType', pick: number): unknown {
+  const copy = structuredClone(body) as Record<string | number, unknown>;
+  let parent = copy;
+  for (const key of path.slice(0, -1)) parent = parent[key] as Record<string | number, unknown>;
+  const last = path.at(-1)!;
+  if (op === 'missing') {
+    if (Array.isArray(parent)) parent.splice(Number(last), 1);
+    else delete parent[last];
+  } else if (op === 'null') {
+    parent[last] = null;
+  } else {
+    const others = WRONG_TYPES.filter((v) => kindOf(v) !== kindOf(parent[last]));
+    parent[last] = structuredClone(others[pick % others.length]);
+  }
+  return copy;
+}
+
+interface PayloadKind {
+  name: string;
+  form: boolean;
+  build(): Record<string, unknown>;
+  /** Paths whose absence, null or wrong type makes the payload malformed. */
+  required: JsonPath[];
+  /** No listener takes it (the bot opens no modal): Bolt answers a well-formed one 404 after 3 s, so only its needed fields are broken. */
+  unhandled?: true;
+}
+
+const PAYLOAD_KINDS: PayloadKind[] = [
+  {
+    name: 'mention',
+    form: false,
+    build: () => eventEnvelope(appMention({ user: OWNER, text: '<@UBOT> fuzz', channel: CHANNEL, team: TEAM }), { teamId: TEAM }),
+    required: [['type'], ['team_id'], ['event_id'], ['event'], ['event', 'type'], ['event', 'channel'], ['event', 'ts'], ['event', 'text'], ['authorizations', 0]],
+  },
+  {
+    name: 'reply',
+    form: false,
+    build: () => eventEnvelope(threadMessage({ user: OWNER, text: 'fuzz', channel: CHANNEL, team: TEAM, threadTs: slackTs() }), { teamId: TEAM }),
+    required: [['event'], ['event', 'channel'], ['event', 'ts']],
+  },
+  {
+    name: 'home',
+    form: false,
+    build: () => eventEnvelope(appHomeOpened({ user: OWNER }), { teamId: TEAM }),
+    required: [['event'], ['event', 'user']],
+  },
+  {
+    name: 'button',
+    form: true,
+    build: () => blockActionPayload({ user: OWNER, teamId: TEAM, channel: CHANNEL, actionId: ACTION_IDS.nextStep, value: 'fuzz', threadTs: slackTs() }),
+    required: [['type'], ['user'], ['user', 'id'], ['actions'], ['actions', 0], ['actions', 0, 'action_id'], ['actions', 0, 'type']],
+  },
+  {
+    name: 'feedback',
+    form: true,
+    build: () => blockActionPayload({ user: OWNER, teamId: TEAM, channel: CHANNEL, actionId: ACTION_IDS.verdictFeedback, value: 'positive', elementType: 'feedback_buttons' }),
+    required: [['user'], ['actions'], ['actions', 0]],
+  },
+  {
+    name: 'view',
+    form: true,
+    unhandled: true,
+    build: () => ({
+      type: 'view_submission',
+      team: { id: TEAM, domain: 'fake' },
+      user: { id: OWNER, team_id: TEAM },
+      api_app_id: 'A0FAKEAPP',
+      trigger_id: '1.2.3',
+      view: { id: 'V0FUZZ', type: 'modal', callback_id: 'fuzz', state: { values: {} }, blocks: [] },
+    }),
+    required: [['user'], ['user', 'id'], ['view'], ['view', 'id'], ['view', 'callback_id']],
+  },
+];
+
+async function storedSlackRows(h: Harness): Promise<string> {
+  const row = await sql<{ n: string }>`
+    select (select count(*) from chats) || '/' || (select count(*) from triggers) || '/' || (select count(*) from button_choices) || '/' || (select count(*) from verdict_feedback) as n`.execute(h.db.db);
+  return row.rows[0]!.n;
+}
+
+/**
+ * Validly signed Slack payloads (mentions, replies, Home opens, buttons, feedback, views) with one
+ * field missing, null or of another type: a 400 with one warning line and nothing stored when the
+ * field is one the payload needs, else taken (200); never a 5xx.
+ */
+export async function malformedSlack(o: { runs: number; newDatabase?: NewDatabase }): Promise<Figure> {
+  const started = Date.now();
+  const c = new Checks();
+  const h = await startHarness({ script: () => ({ content: [text('Hello.')] }), ...(o.newDatabase ? { databaseUrl: await o.newDatabase() } : {}) });
+  const url = () => `${h.url()}/slack/events`;
+  const secret = h.env.SLACK_SIGNING_SECRET!;
+  const warnings = async () => (await h.logs()).split('\n').filter((line) => line.includes('"malformed Slack request refused"')).length;
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  let refused = 0;
+  try {
+    const warningsBefore = await warnings();
+    const op = fc.constantFrom('missing' as const, 'null' as const, 'wrongType' as const);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...PAYLOAD_KINDS.map((k) => k.name)), fc.boolean(), fc.nat(), op, fc.nat(), async (name, onRequired, index, operation, pick) => {
+        const kind = PAYLOAD_KINDS.find((k) => k.name === name)!;
+        const body = kind.build();
+        const needed = onRequired || kind.unhandled === true;
+        const paths = needed ? kind.required : jsonPaths(body);
+        const path = paths[index % paths.length]!;
+        const mutated = mutate(body, path, operation, pick);
+        const raw = kind.form ? `payload=${encodeURIComponent(JSON.stringify(mutated))}` : JSON.stringify(mutated);
+        const before = await storedSlackRows(h);
+        const res = await postToBolt(url(), secret, raw, kind.form ? 'application/x-www-form-urlencoded' : 'application/json');
+        sent += 1;
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        const what = `${kind.name} with ${path.join('.')} ${operation}`;
+        if (needed && res.status !== 400) throw new Error(`${what} answered ${res.status}, not 400`);
+        if (res.status !== 200 && res.status !== 400) throw new Error(`${what} answered ${res.status}`);
+        if (res.status === 400) {
+          refused += 1;
+          const after = await storedSlackRows(h);
+          if (after !== before) throw new Error(`${what} was refused but stored rows (chats/triggers/choices/feedback ${before} -> ${after})`);
+        }
+      }),
+      { numRuns: o.runs, seed: 41 },
+    );
+    c.check(refused > 0, 'some malformed payloads were refused');
+    c.equal((await warnings()) - warningsBefore, refused, 'warning lines for refused requests');
+    c.equal((await fetch(`${h.url()}/healthz`)).status, 200, 'health after the fuzzing');
+  } catch (error) {
+    c.check(false, (error as Error).message.split('\n').slice(0, 3).join(' '));
+  } finally {
+    await h.stop();
+  }
+  return {
+    fault: 'Signed Slack payloads with a field missing, null or of the wrong type',
+    tried: 'fast-check over mentions, thread replies, Home opens, buttons, feedback and view submissions, one field (any, or one the payload needs) removed, nulled or retyped',
+    times: sent,
+    held: `never a 5xx (${[...statuses].map(([s, n]) => `${s}:${n}`).join(' ')}); every needed field broken: 400; ${refused} refused with one warning each and nothing stored`,
     ms: Date.now() - started,
     failures: c.failures,
   };

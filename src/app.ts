@@ -1,5 +1,4 @@
 // Composition root: config -> db -> web role (http -> slack) and worker role (platform -> agent -> worker).
-import path from 'node:path';
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { ModelClient } from './agent/model.js';
@@ -18,7 +17,7 @@ import type { WebRole } from './roles/web.js';
 import type { WorkerRole } from './roles/worker.js';
 import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
+import { embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 
 /** Both roles in one process (tests, benches, scripts); `npm start` runs them as separate processes. */
 export interface Bot {
@@ -111,9 +110,9 @@ async function start(config: Config, roles: { web: boolean; worker: boolean }, o
     let databaseUrl = config.databaseUrl;
     let embedded: EmbeddedDatabase | undefined;
     if (!databaseUrl) {
-      const dataDir = path.resolve(config.dataDir, 'postgres');
-      logger.info({ dataDir }, 'no DATABASE_URL: starting embedded PostgreSQL');
-      embedded = await startEmbeddedPostgres({ dataDir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+      const place = await embeddedDataDir({ dataRoot: config.dataDir, name: 'postgres', explicit: config.dataDirSet });
+      logger.info({ dataDir: place.dataDir }, embeddedPlaceLine(place));
+      embedded = await startEmbeddedPostgres({ dataDir: place.dataDir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
       cleanups.push(() => embedded!.stop());
       databaseUrl = embedded.url;
     }

@@ -86,7 +86,7 @@ const EnvSchema = z
     AGENT_TIMEOUT_MS: positiveInt(120_000),
     AGENT_EVENT_RETRY_ATTEMPTS: positiveInt(8),
     DATABASE_URL: postgresUrl,
-    DATA_DIR: optionalString.transform((v) => v ?? '.data'),
+    DATA_DIR: optionalString,
     BENCHGEN_API_URL: url('platform API base URL'),
     BENCHGEN_API_TOKEN: optionalString,
     BENCHGEN_WEBHOOK_SECRET: optionalString,
@@ -208,6 +208,8 @@ export interface Config {
   };
   databaseUrl: string | undefined;
   dataDir: string;
+  /** DATA_DIR was set: the embedded database then stays under it, never moved (src/store/embedded-postgres.ts). */
+  dataDirSet: boolean;
   platform: {
     apiUrl: string | undefined;
     apiToken: string | undefined;
@@ -266,7 +268,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       eventRetryAttempts: Math.max(1, e.AGENT_EVENT_RETRY_ATTEMPTS),
     },
     databaseUrl: e.DATABASE_URL,
-    dataDir: e.DATA_DIR,
+    dataDir: e.DATA_DIR ?? '.data',
+    dataDirSet: e.DATA_DIR !== undefined,
     platform: {
       apiUrl: e.BENCHGEN_API_URL,
       apiToken: e.BENCHGEN_API_TOKEN,

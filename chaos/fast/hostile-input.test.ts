@@ -1,6 +1,6 @@
 // Reliability (fast variants): forged and replayed webhooks and Slack requests, prompt injection, oversized inputs.
 import { describe, expect, it } from 'vitest';
-import { hostileSlack, hostileWebhooks, oversized, promptInjection } from '../hostile.js';
+import { hostileSlack, hostileWebhooks, malformedSlack, oversized, promptInjection } from '../hostile.js';
 import { printFigure } from '../figure.js';
 
 describe('reliability under bad and hostile input', () => {
@@ -13,6 +13,11 @@ describe('reliability under bad and hostile input', () => {
     const figure = printFigure(await hostileSlack({ runs: 200 }));
     expect(figure.failures).toEqual([]);
   }, 120_000);
+
+  it('signed Slack payloads with a field missing, null or mistyped: 400 with one warning and nothing stored, or taken; never a 5xx', async () => {
+    const figure = printFigure(await malformedSlack({ runs: 300 }));
+    expect(figure.failures).toEqual([]);
+  }, 180_000);
 
   it('prompt injection in benchmark data reaches the model only as data; an obedient model is refused', async () => {
     const figure = printFigure(await promptInjection({}));

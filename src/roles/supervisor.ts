@@ -2,7 +2,6 @@
 // (the worker at a lower scheduling priority), a role that dies restarted with backoff, and an ordered stop.
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
 import type { Logger } from 'pino';
 import { migrateDatabase } from '../app.js';
 import { SANDBOX_HOST_ENV, type Config } from '../config.js';
@@ -11,7 +10,7 @@ import { generateWebhookSecret } from '@verdict/contract/webhooks';
 import { idleCpuGroupBeside, removeIdleCpuGroup } from '../priority.js';
 import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb } from '../store/db.js';
-import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
+import { freePort, embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 import { assertPortFree } from '../http/port.js';
 
 /** What a role process tells its parent over IPC. */
@@ -121,9 +120,9 @@ export async function startSupervisor(config: Config, options: { entry: string; 
 
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
-      const dataDir = path.resolve(config.dataDir, 'postgres');
-      logger.info({ dataDir }, 'no DATABASE_URL: starting embedded PostgreSQL');
-      embedded = await startEmbeddedPostgres({ dataDir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+      const place = await embeddedDataDir({ dataRoot: config.dataDir, name: 'postgres', explicit: config.dataDirSet });
+      logger.info({ dataDir: place.dataDir }, embeddedPlaceLine(place));
+      embedded = await startEmbeddedPostgres({ dataDir: place.dataDir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
       databaseUrl = embedded.url;
     }
     logger.info({ database: redactUrl(databaseUrl) }, embedded ? 'database: embedded PostgreSQL' : 'database: DATABASE_URL');

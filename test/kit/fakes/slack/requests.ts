@@ -85,19 +85,11 @@ export function postToBolt(
   });
 }
 
-/**
- * Delivers an Events API `event_callback` envelope around `event`, signed with `secret`.
- * Reuse `eventId` together with `retryNum` to imitate Slack redelivering the same event.
- */
-export async function sendEvent(
-  url: string,
-  secret: string,
-  event: SlackEvent,
-  opts: SendEventOptions = {},
-): Promise<SlackDelivery & { eventId: string }> {
+/** The Events API `event_callback` envelope Slack wraps around `event`. */
+export function eventEnvelope(event: SlackEvent, opts: Omit<SendEventOptions, keyof SigningOptions | 'retryNum' | 'retryReason'> = {}): Record<string, unknown> & { event_id: string } {
   const teamId = opts.teamId ?? (typeof event.team === 'string' ? event.team : 'T0FAKE');
   const eventId = opts.eventId ?? `Ev${randomBytes(5).toString('hex').toUpperCase()}`;
-  const envelope = {
+  return {
     token: 'fake-verification-token',
     team_id: teamId,
     context_team_id: teamId,
@@ -119,13 +111,26 @@ export async function sendEvent(
     is_ext_shared_channel: false,
     event_context: `4-fake-${eventId}`,
   };
+}
+
+/**
+ * Delivers an Events API `event_callback` envelope around `event`, signed with `secret`.
+ * Reuse `eventId` together with `retryNum` to imitate Slack redelivering the same event.
+ */
+export async function sendEvent(
+  url: string,
+  secret: string,
+  event: SlackEvent,
+  opts: SendEventOptions = {},
+): Promise<SlackDelivery & { eventId: string }> {
+  const envelope = eventEnvelope(event, opts);
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.retryNum !== undefined) {
     headers['X-Slack-Retry-Num'] = String(opts.retryNum);
     headers['X-Slack-Retry-Reason'] = opts.retryReason ?? 'http_timeout';
   }
   const delivery = await postToBolt(url, secret, JSON.stringify(envelope), 'application/json', { ...opts, headers });
-  return { ...delivery, eventId };
+  return { ...delivery, eventId: envelope.event_id };
 }
 
 /** Sends the `url_verification` challenge Slack sends when the request URL is configured. */
