@@ -60,7 +60,8 @@ export interface FakeOAuth {
 export function createFakeOAuth(options: OAuthOptions | undefined, toTeam: (team: FakeSlackTeam) => Team): FakeOAuth {
   const codes = new Map<string, PendingCode>();
   const tokens = new Map<string, IssuedToken>();
-  const refreshTokens = new Map<string, { team: Team; isEnterpriseInstall: boolean; scopes: string; used: boolean }>();
+  // Reusable until the app is uninstalled: replicas refreshing at once must not lock each other out.
+  const refreshTokens = new Map<string, { team: Team; isEnterpriseInstall: boolean; scopes: string; revoked: boolean }>();
   const ownerOf = (issued: { team: Team; isEnterpriseInstall: boolean }) => (issued.isEnterpriseInstall ? issued.team.enterpriseId! : issued.team.teamId);
 
   const issue = (team: Team, isEnterpriseInstall: boolean, scopes: string) => {
@@ -70,7 +71,7 @@ export function createFakeOAuth(options: OAuthOptions | undefined, toTeam: (team
     const record: IssuedToken = { token: rotation ? `xoxe.${token}` : token, team, isEnterpriseInstall, revoked: false, ...(rotation ? { expiresAt: now + rotation.expiresInSeconds } : {}) };
     tokens.set(record.token, record);
     const refresh = rotation ? `xoxe-1-${randomBytes(16).toString('hex')}` : undefined;
-    if (refresh) refreshTokens.set(refresh, { team, isEnterpriseInstall, scopes, used: false });
+    if (refresh) refreshTokens.set(refresh, { team, isEnterpriseInstall, scopes, revoked: false });
     return {
       access_token: record.token,
       token_type: 'bot',
@@ -112,8 +113,7 @@ export function createFakeOAuth(options: OAuthOptions | undefined, toTeam: (team
       if (str(args.client_secret) !== options.clientSecret) return fail('bad_client_secret');
       if (str(args.grant_type) === 'refresh_token') {
         const refresh = refreshTokens.get(str(args.refresh_token) ?? '');
-        if (!refresh || refresh.used) return fail('invalid_refresh_token');
-        refresh.used = true;
+        if (!refresh || refresh.revoked) return fail('invalid_refresh_token');
         const t = refresh.team;
         return ok({
           app_id: t.appId,
@@ -147,7 +147,7 @@ export function createFakeOAuth(options: OAuthOptions | undefined, toTeam: (team
     teamOfToken: (token) => tokens.get(token),
     uninstall: (id) => {
       for (const issued of tokens.values()) if (ownerOf(issued) === id) issued.revoked = true;
-      for (const refresh of refreshTokens.values()) if (ownerOf(refresh) === id) refresh.used = true;
+      for (const refresh of refreshTokens.values()) if (ownerOf(refresh) === id) refresh.revoked = true;
     },
     tokensOf: (id) => [...tokens.values()].filter((t) => ownerOf(t) === id),
     secrets: () => [...tokens.keys(), ...refreshTokens.keys()],
