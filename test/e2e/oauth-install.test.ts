@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appUninstalled, sendEvent, tokensRevoked, type FakeSlackTeam, type SlackCall } from '../kit/fakes/slack/index.js';
+import { appUninstalled, sendEvent, startMiniSlack, tokensRevoked, type FakeSlackTeam, type SlackCall } from '../kit/fakes/slack/index.js';
 import { isVerdict, startHarness, type Harness } from '../kit/harness.js';
 import { loopScript, SEED_MESSAGE } from '../kit/loop-script.js';
 import { sleep, waitUntil } from '../kit/wait.js';
@@ -238,6 +238,37 @@ describe('OAuth mode: token rotation', () => {
       }
     } finally {
       await h.stop();
+    }
+  }, 120_000);
+});
+
+describe('OAuth mode in Socket Mode', () => {
+  it('serves the install page and its callback on PORT while events come over the socket', async () => {
+    const appToken = 'xapp-1-socket-app-token';
+    const mini = await startMiniSlack({ botToken: 'xoxb-unused', appToken });
+    const h = await startHarness({ script: loopScript(), env: { ...oauthEnv(), SLACK_APP_TOKEN: appToken, SLACK_API_URL: mini.apiUrl, SLACK_SIGNING_SECRET: '' } });
+    try {
+      const health = await waitUntil(
+        async () => {
+          const res = await fetch(`${h.url()}/healthz`);
+          const body = (await res.json()) as { status: string; slackSocket?: string };
+          return res.status === 200 ? body : undefined;
+        },
+        30_000,
+        'the socket to connect',
+      );
+      expect(health).toEqual({ status: 'ok', slackSocket: 'connected' });
+      const { authorizeUrl } = await openInstallPage(h);
+      expect(authorizeUrl.startsWith(new URL('../oauth/v2/authorize', mini.apiUrl).toString())).toBe(true);
+      expect(new URL(authorizeUrl).searchParams.get('client_id')).toBe(CLIENT_ID);
+      // A callback without the browser's state cookie is refused here too.
+      const refused = await fetch(`${h.url()}/slack/oauth_redirect?code=c&state=s`);
+      expect(refused.status).toBe(400);
+      // Events come over the socket: no /slack/events route in Socket Mode.
+      expect((await fetch(`${h.url()}/slack/events`, { method: 'POST', body: '{}' })).status).toBe(404);
+    } finally {
+      await h.stop();
+      await mini.close();
     }
   }, 120_000);
 });
