@@ -276,3 +276,18 @@ describe('OAuth mode in Socket Mode', () => {
     }
   }, 120_000);
 });
+
+describe('single-workspace mode (SLACK_BOT_TOKEN)', () => {
+  it('serves no install page, and an uninstall only says the token no longer works', async () => {
+    const h = await startHarness({ script: loopScript() });
+    try {
+      expect((await fetch(`${h.url()}/slack/install`)).status).toBe(404);
+      const sent = await sendEvent(`${h.url()}/slack/events`, h.env.SLACK_SIGNING_SECRET!, appUninstalled(), { teamId: 'T0FAKE' });
+      expect(sent.status).toBe(200);
+      await waitUntil(async () => ((await h.logs()).includes('SLACK_BOT_TOKEN no longer works in this workspace') ? true : undefined), 10_000, 'the warning');
+      expect(linesAtLeast(await h.logs(), 50)).toEqual([]);
+    } finally {
+      await h.stop();
+    }
+  }, 120_000);
+});
