@@ -100,28 +100,38 @@ export function installedWorkspaceClients(deps: {
   scrubber: SecretScrubber;
 }): WorkspaceClients {
   const byToken = new Map<string, SlackClients>();
+  // Calls for one workspace at the same moment share one read, so a token due for rotation is refreshed once per process.
+  const inFlight = new Map<string, Promise<SlackClients | undefined>>();
+  const resolve = async (teamId: string): Promise<SlackClients | undefined> => {
+    const query = await installationQueryForTeam(deps.db, teamId);
+    if (!query) return undefined;
+    let token: string | undefined;
+    try {
+      token = (await deps.installer.authorize(query)).botToken;
+    } catch (error) {
+      // Deleted between the two reads (an uninstall just now), or not decryptable: no token to write with.
+      deps.logger.warn({ teamId, err: error }, 'could not read the workspace installation');
+      return undefined;
+    }
+    if (!token) return undefined;
+    deps.scrubber.add(token);
+    let clients = byToken.get(token);
+    if (!clients) {
+      if (byToken.size >= MAX_CACHED_CLIENTS) byToken.delete(byToken.keys().next().value!);
+      clients = createSlackClients(token, deps.apiUrl, deps.logger);
+      byToken.set(token, clients);
+    }
+    return clients;
+  };
   return {
     perWorkspace: true,
-    forTeam: async (teamId) => {
-      const query = await installationQueryForTeam(deps.db, teamId);
-      if (!query) return undefined;
-      let token: string | undefined;
-      try {
-        token = (await deps.installer.authorize(query)).botToken;
-      } catch (error) {
-        // Deleted between the two reads (an uninstall just now), or not decryptable: no token to write with.
-        deps.logger.warn({ teamId, err: error }, 'could not read the workspace installation');
-        return undefined;
+    forTeam: (teamId) => {
+      let pending = inFlight.get(teamId);
+      if (!pending) {
+        pending = resolve(teamId).finally(() => inFlight.delete(teamId));
+        inFlight.set(teamId, pending);
       }
-      if (!token) return undefined;
-      deps.scrubber.add(token);
-      let clients = byToken.get(token);
-      if (!clients) {
-        if (byToken.size >= MAX_CACHED_CLIENTS) byToken.delete(byToken.keys().next().value!);
-        clients = createSlackClients(token, deps.apiUrl, deps.logger);
-        byToken.set(token, clients);
-      }
-      return clients;
+      return pending;
     },
   };
 }
