@@ -80,6 +80,10 @@ export function secretScrubber(config: Config): SecretScrubber {
   return createScrubber([
     config.slack.botToken,
     config.slack.appToken,
+    config.slack.oauth?.clientSecret,
+    config.slack.oauth?.stateSecret,
+    config.slack.oauth?.tokenKey.toString('hex'),
+    config.slack.oauth?.tokenKey.toString('base64'),
     config.slack.signingSecret,
     config.agent.apiKey,
     config.platform.apiToken,

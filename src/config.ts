@@ -9,6 +9,7 @@ import {
   positiveNumber,
   problemsOf,
   url,
+  type ConfigProblem,
 } from '@verdict/contract/env';
 import { ENGINE_ENV, engineConfig, engineProblems, type EngineConfig } from '@verdict/platform/config';
 
@@ -68,11 +69,60 @@ const sandboxHost = optionalString.transform((value, ctx) => {
   return z.NEVER;
 });
 
+/** The bot token scopes an OAuth install asks for: manifest.yml's `oauth_config.scopes.bot`. */
+export const SLACK_BOT_SCOPES = ['app_mentions:read', 'channels:history', 'groups:history', 'chat:write', 'im:write', 'files:write', 'files:read', 'assistant:write'] as const;
+
+/**
+ * The Slack OAuth variables: set SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_STATE_SECRET and
+ * SLACK_TOKEN_KEY instead of SLACK_BOT_TOKEN to install the bot in any workspace (src/slack/oauth.ts).
+ */
+const SLACK_OAUTH_ENV = {
+  SLACK_CLIENT_ID: optionalString,
+  SLACK_CLIENT_SECRET: optionalString,
+  SLACK_STATE_SECRET: optionalString.refine((v) => v === undefined || v.length >= 16, {
+    message: 'must be at least 16 characters (a random secret that signs the OAuth state, e.g. openssl rand -hex 32)',
+  }),
+  SLACK_TOKEN_KEY: optionalString.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, 'hex');
+    if (/^[A-Za-z0-9+/]{43}=?$/.test(v)) return Buffer.from(v, 'base64');
+    ctx.addIssue({ code: 'custom', message: 'must be 32 random bytes as 64 hex digits or as base64 (the key that encrypts stored tokens), e.g. openssl rand -hex 32' });
+    return z.NEVER;
+  }),
+  SLACK_SCOPES: optionalString.transform((v) => (v === undefined ? [...SLACK_BOT_SCOPES] : v.split(',').map((s) => s.trim()).filter(Boolean))),
+};
+
+/** One mode or the other: a bot token (one workspace), or the OAuth variables (any workspace). */
+function slackAuthProblems(env: {
+  SLACK_BOT_TOKEN?: string | undefined;
+  SLACK_CLIENT_ID?: string | undefined;
+  SLACK_CLIENT_SECRET?: string | undefined;
+  SLACK_STATE_SECRET?: string | undefined;
+  SLACK_TOKEN_KEY?: Buffer | undefined;
+}): ConfigProblem[] {
+  const oauth = ['SLACK_CLIENT_ID', 'SLACK_CLIENT_SECRET', 'SLACK_STATE_SECRET', 'SLACK_TOKEN_KEY'] as const;
+  const set = oauth.filter((v) => env[v] !== undefined);
+  if (set.length === 0) {
+    return env.SLACK_BOT_TOKEN
+      ? []
+      : [{ variable: 'SLACK_BOT_TOKEN', detail: 'is required: the bot token (xoxb-...) from your Slack app\'s "OAuth & Permissions" page (or set SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_STATE_SECRET and SLACK_TOKEN_KEY to install the bot in any workspace)' }];
+  }
+  if (env.SLACK_BOT_TOKEN) {
+    return [{ variable: 'SLACK_BOT_TOKEN', detail: `and ${set.join(', ')} both choose how the bot gets its tokens: unset SLACK_BOT_TOKEN to install through /slack/install, or unset ${set.join(', ')} for one workspace` }];
+  }
+  const why: Record<(typeof oauth)[number], string> = {
+    SLACK_CLIENT_ID: 'the Client ID from "Basic Information" in your Slack app',
+    SLACK_CLIENT_SECRET: 'the Client Secret from "Basic Information" in your Slack app',
+    SLACK_STATE_SECRET: 'a random secret that signs the OAuth state, e.g. openssl rand -hex 32',
+    SLACK_TOKEN_KEY: 'the key that encrypts the stored tokens, e.g. openssl rand -hex 32',
+  };
+  return oauth.filter((v) => env[v] === undefined).map((variable) => ({ variable, detail: `is required to install through /slack/install: ${why[variable]}` }));
+}
+
 const EnvSchema = z
   .object({
-    SLACK_BOT_TOKEN: optionalString.refine((v) => v !== undefined, {
-      message: 'is required: the bot token (xoxb-...) from your Slack app\'s "OAuth & Permissions" page',
-    }),
+    SLACK_BOT_TOKEN: optionalString,
+    ...SLACK_OAUTH_ENV,
     SLACK_APP_TOKEN: optionalString,
     SLACK_SIGNING_SECRET: optionalString,
     SLACK_API_URL: url('Slack Web API base, e.g. https://slack.com/api/'),
@@ -175,7 +225,7 @@ const EnvSchema = z
     if (env[SANDBOX_HOST_ENV] !== undefined && env.ROLE !== 'worker') {
       ctx.addIssue({ code: 'custom', path: [SANDBOX_HOST_ENV], message: 'is set by the parent process of npm start for its worker only: unset it' });
     }
-    for (const problem of engineProblems(env)) {
+    for (const problem of [...slackAuthProblems(env), ...engineProblems(env)]) {
       ctx.addIssue({ code: 'custom', path: [problem.variable], message: problem.detail });
     }
     if (env.AGENT_PRICES) {
@@ -187,9 +237,21 @@ const EnvSchema = z
     }
   });
 
+export interface SlackOAuthConfig {
+  clientId: string;
+  clientSecret: string;
+  stateSecret: string;
+  /** AES-256 key that encrypts the stored tokens. */
+  tokenKey: Buffer;
+  scopes: string[];
+}
+
 export interface Config {
   slack: {
-    botToken: string;
+    /** Single-workspace mode; undefined when the bot is installed through OAuth (`oauth`). */
+    botToken: string | undefined;
+    /** Installs through Slack's OAuth v2 flow, one token per workspace (src/slack/oauth.ts); undefined with a bot token. */
+    oauth: SlackOAuthConfig | undefined;
     appToken: string | undefined;
     signingSecret: string | undefined;
     apiUrl: string | undefined;
@@ -251,7 +313,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   return {
     slack: {
-      botToken: e.SLACK_BOT_TOKEN!,
+      botToken: e.SLACK_BOT_TOKEN,
+      oauth: e.SLACK_CLIENT_ID
+        ? { clientId: e.SLACK_CLIENT_ID, clientSecret: e.SLACK_CLIENT_SECRET!, stateSecret: e.SLACK_STATE_SECRET!, tokenKey: e.SLACK_TOKEN_KEY!, scopes: e.SLACK_SCOPES }
+        : undefined,
       appToken: e.SLACK_APP_TOKEN,
       signingSecret: e.SLACK_SIGNING_SECRET,
       apiUrl: e.SLACK_API_URL,

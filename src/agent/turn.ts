@@ -34,8 +34,8 @@ const MAX_MODEL_CALLS_PER_TURN = 16;
 export interface PostDelivery {
   /** Delivers the chat's pending posts, in order; throws on a transient failure so the job retries. */
   deliverPending(teamId: string, chatId: string): Promise<void>;
-  /** A message only `user` sees; not stored, never retried. */
-  postEphemeral(channel: string, user: string, text: string, threadTs?: string): Promise<void>;
+  /** A message only `user` of workspace `teamId` sees; not stored, never retried. */
+  postEphemeral(channel: string, user: string, text: string, threadTs: string | undefined, teamId: string): Promise<void>;
 }
 
 export interface TurnDeps {
@@ -55,6 +55,13 @@ export interface TurnDeps {
   afterTurn?(chat: Chat): Promise<void>;
   /** The thread's agent-session status in Slack (src/slack/agent-session.ts); queued, never fails a turn. */
   sessions?: SessionStatusSink;
+  /**
+   * OAuth mode: whether the workspace has an installation. Without one a turn does not start (no
+   * model call, no post); its trigger stays queued until a reinstall enqueues it again.
+   */
+  workspaceInstalled?(teamId: string): Promise<boolean>;
+  /** The bot token that reads the workspace's shared files; unset = SLACK_BOT_TOKEN. */
+  slackToken?(teamId: string): Promise<string | undefined>;
 }
 
 /** Where a turn reports its thread's session status. */
@@ -96,6 +103,10 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     await deps.poster.deliverPending(chat.team_id, chat.id);
     return;
   }
+  if (deps.workspaceInstalled && !(await deps.workspaceInstalled(chat.team_id))) {
+    log.info('the workspace has no installation: the turn waits for a reinstall');
+    return;
+  }
   const { turn } = await startTurn(deps.db, {
     teamId: chat.team_id,
     chatId: chat.id,
@@ -114,6 +125,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     turn,
     trigger,
     authority: handler.authority,
+    ...(deps.slackToken ? { slackToken: () => deps.slackToken!(chat.team_id) } : {}),
   };
 
   const refusal = handler.authorize(ctx);
@@ -121,7 +133,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
     ctx.logger.info({ code: refusal.code }, 'trigger refused before its turn');
     if (trigger.user_id) {
       await deps.poster
-        .postEphemeral(chat.channel_id, trigger.user_id, refusal.message, chat.thread_ts)
+        .postEphemeral(chat.channel_id, trigger.user_id, refusal.message, chat.thread_ts, chat.team_id)
         .catch((error: unknown) => ctx.logger.warn({ err: error }, 'could not send an ephemeral refusal'));
     }
     await finishTurn(deps.db, chat.team_id, turn.id, 'completed', 'refused');

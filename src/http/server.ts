@@ -12,6 +12,8 @@ export interface HttpServerOptions {
   /** Slack's requests; a POST arrives with its body already read (at most {@link INBOUND_LIMITS}) as `rawBody`. */
   slack: RequestListener | undefined;
   webhook: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** OAuth mode, both Slack modes: the install page and the OAuth callback (src/slack/oauth.ts); true when it answered. */
+  install?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Socket Mode connection state; /healthz fails while it is not 'connected'. Absent in HTTP mode. */
   socketState?: () => string;
   /** True while the bot is still starting; /healthz then answers 503 "starting". */
@@ -160,6 +162,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ ser
       });
       return;
     }
+    if (options.install?.(req, res)) return;
     if (options.slack && path?.startsWith('/slack/')) {
       handleSlack(options.slack, req, res).catch(failed('slack request', req, res));
       return;

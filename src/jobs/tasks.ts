@@ -6,6 +6,7 @@ import type { ButtonFeedback } from '../store/button-choices.js';
 import type { IngestYield } from './ingest-yield.js';
 import { reconcileOverdue } from './reconcile.js';
 import { removeEmptyChatQueues } from '../store/job-queues.js';
+import { WorkspaceUnavailable } from '../slack/workspace-clients.js';
 import { BUTTON_FEEDBACK_TASK, PUBLISH_HOME_TASK, RECONCILE_TASK, RUN_TURN_TASK } from './task-names.js';
 
 export interface TaskDeps {
@@ -25,11 +26,24 @@ function admitted(task: Task, gate: Pick<IngestYield, 'run'> | undefined): Task 
   return (payload, helpers) => gate.run(async () => task(payload, helpers));
 }
 
+/**
+ * Ends a job quietly when its workspace has no installation (uninstalled, tokens revoked): retrying
+ * cannot help and nobody can be told; what it was doing stays stored, and a reinstall resumes it.
+ */
+async function unlessUninstalled(logger: Logger, what: Record<string, unknown>, job: () => Promise<void>): Promise<void> {
+  try {
+    await job();
+  } catch (error) {
+    if (!(error instanceof WorkspaceUnavailable)) throw error;
+    logger.info({ ...what, teamId: error.teamId, reason: error.message }, 'the workspace has no installation: its work waits for a reinstall');
+  }
+}
+
 export function createTaskList(deps: TaskDeps): TaskList {
   const runTurnTask: Task = async (payload, helpers) => {
     const { triggerId } = payload as { triggerId: string };
     try {
-      await runTurn(deps.turn, triggerId, { attempts: helpers.job.attempts, maxAttempts: helpers.job.max_attempts });
+      await unlessUninstalled(deps.logger, { triggerId }, () => runTurn(deps.turn, triggerId, { attempts: helpers.job.attempts, maxAttempts: helpers.job.max_attempts }));
     } catch (error) {
       if (!(error instanceof RetryLater)) deps.logger.error({ err: error, triggerId }, 'turn failed; it will be retried');
       throw error;
@@ -55,14 +69,16 @@ export function createTaskList(deps: TaskDeps): TaskList {
       page?: number;
       csv?: boolean;
     };
-    await deps.publishHome(teamId, userId, {
-      ...(scope ? { scope } : {}),
-      ...(page !== undefined ? { page } : {}),
-      ...(csv ? { csv } : {}),
-    });
+    await unlessUninstalled(deps.logger, { task: PUBLISH_HOME_TASK }, () =>
+      deps.publishHome(teamId, userId, {
+        ...(scope ? { scope } : {}),
+        ...(page !== undefined ? { page } : {}),
+        ...(csv ? { csv } : {}),
+      }),
+    );
   };
   const buttonFeedbackTask: Task = async (payload) => {
-    await deps.buttonFeedback(payload as ButtonFeedback);
+    await unlessUninstalled(deps.logger, { task: BUTTON_FEEDBACK_TASK }, () => deps.buttonFeedback(payload as ButtonFeedback));
   };
   return {
     [RUN_TURN_TASK]: admitted(runTurnTask, deps.gate),

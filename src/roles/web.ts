@@ -7,6 +7,7 @@ import { sendJson, startHttpServer } from '../http/server.js';
 import { createWebhookRoute } from '../http/webhook-route.js';
 import { createHttpPlatform } from '@verdict/contract/http-client';
 import { createSlackApp, type SlackApp } from '../slack/app.js';
+import { createSlackInstaller } from '../slack/oauth.js';
 import type { ListenerDeps } from '../slack/listeners/index.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
@@ -54,6 +55,10 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
     // during the rest of start-up; Slack's requests wait for the app (503: Slack redelivers).
     let slack: SlackApp | undefined;
     let ready = false;
+    // OAuth mode: the install page and its callback, on this server in both Slack modes.
+    const installer = config.slack.oauth
+      ? createSlackInstaller({ oauth: config.slack.oauth, db, logger, apiUrl: config.slack.apiUrl, publicUrl: config.publicUrl })
+      : undefined;
     const webhook = createWebhookRoute({
       db,
       logger,
@@ -71,6 +76,7 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
         ? undefined
         : (req, res) => (slack?.requestListener ? slack.requestListener(req, res) : sendJson(res, 503, { error: 'starting, retry later' })),
       webhook,
+      ...(installer ? { install: installer.handle } : {}),
       starting: () => !ready,
       ...(config.slack.socketMode ? { socketState: () => slack?.socketState() ?? 'connecting' } : {}),
     }).catch((error: unknown) => {
@@ -96,7 +102,8 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
       enqueueHome: options.enqueueHome,
       enqueueTrigger: (target, input) => slackIngest.submit({ target, input }),
       adminUserIds: config.spending.adminUserIds,
-    });
+      ...(installer ? { installations: installer.store } : {}),
+    }, installer);
     const slackApp = slack;
 
     // A platform of our own (not the sandbox) learns where to send its webhooks from the web role.

@@ -24,7 +24,10 @@ import { startSandbox, type SandboxFaults, type SandboxHandle } from '@verdict/p
 import { createHomePublisher } from '../slack/home.js';
 import { AgentSessions } from '../slack/agent-session.js';
 import { syncPlanMessage } from '../slack/plan-message.js';
+import { createSlackInstaller } from '../slack/oauth.js';
 import { createSlackClients, SlackPoster } from '../slack/poster.js';
+import { asWorkspaceClients, installedWorkspaceClients, type WorkspaceClients } from '../slack/workspace-clients.js';
+import { installationQueryForTeam } from '../store/installations.js';
 import { slackPace } from '../slack/limits.js';
 import type { DbHandle } from '../store/db.js';
 import { assertPortFree } from '../http/port.js';
@@ -95,7 +98,17 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       logger.info({ url: sandbox.url }, 'sandbox platform started in the worker');
     }
 
-    const slackClients = createSlackClients(config.slack.botToken, config.slack.apiUrl, logger);
+    // Every write uses the token of the workspace it goes to: the one bot token, or each installation's (OAuth mode).
+    const oauth = config.slack.oauth;
+    const slackClients: WorkspaceClients = oauth
+      ? installedWorkspaceClients({
+          db: db.db,
+          installer: createSlackInstaller({ oauth, db: db.db, logger, apiUrl: config.slack.apiUrl, publicUrl: config.publicUrl }).provider,
+          apiUrl: config.slack.apiUrl,
+          logger,
+          scrubber,
+        })
+      : asWorkspaceClients(createSlackClients(config.slack.botToken!, config.slack.apiUrl, logger));
     const pace = slackPace(config.slack.paceScale);
     const poster = new SlackPoster(db.db, slackClients, logger, scrubber, pace);
     const home = createHomePublisher({
@@ -106,7 +119,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       getBalance: () => platform.getBalance(),
       caps: config.spending,
     });
-    const sessions = new AgentSessions(slackClients.writer, logger, { intervalMs: pace.sessionStatusIntervalMs });
+    const sessions = new AgentSessions(slackClients, logger, { intervalMs: pace.sessionStatusIntervalMs });
     cleanups.push(async () => sessions.close());
     const tools = createTools();
     const planProgress = createPlanProgressScheduler(db.db);
@@ -132,6 +145,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         await options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id);
       },
       sessions,
+      ...(oauth
+        ? {
+            workspaceInstalled: async (teamId: string) => (await installationQueryForTeam(db.db, teamId)) !== undefined,
+            slackToken: async (teamId: string) => (await slackClients.forTeam(teamId))?.reader.token,
+          }
+        : {}),
     };
     const worker = await startWorker({
       pool: db.pool,
@@ -154,7 +173,11 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ...createPlanProgressTasks({
           db: db.db,
           logger,
-          sync: (teamId, chatId) => syncPlanMessage({ db: db.db, clients: slackClients, platform, logger, scrubber, pace }, teamId, chatId),
+          sync: async (teamId, chatId) => {
+            const clients = await slackClients.forTeam(teamId);
+            if (!clients) return { outcome: 'uninstalled' };
+            return syncPlanMessage({ db: db.db, clients, perWorkspace: slackClients.perWorkspace, platform, logger, scrubber, pace }, teamId, chatId);
+          },
         }),
       },
     });

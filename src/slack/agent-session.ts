@@ -6,6 +6,7 @@ import type { SessionStatus } from '../agent/session-status.js';
 import type { SessionStatusSink } from '../agent/turn.js';
 import type { Chat } from '../store/tables.js';
 import { SLACK_PACE } from './limits.js';
+import type { WorkspaceClients } from './workspace-clients.js';
 
 /** agents.sessions.setStatus is Tier 3: one call per workspace per interval (src/slack/limits.ts). */
 export const SESSION_STATUS_INTERVAL_MS = SLACK_PACE.sessionStatusIntervalMs;
@@ -40,11 +41,15 @@ export class AgentSessions implements SessionStatusSink {
   private readonly intervalMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
 
+  private readonly clientOf: (teamId: string) => Promise<WebClient | undefined>;
+
+  /** `client`: the one bot token's writer, or each workspace's (OAuth mode; a workspace without an installation gets no status). */
   constructor(
-    private readonly client: WebClient,
+    client: WebClient | WorkspaceClients,
     private readonly logger: Logger,
     options: AgentSessionOptions = {},
   ) {
+    this.clientOf = 'forTeam' in client ? async (teamId) => (await client.forTeam(teamId))?.writer : async () => client;
     this.intervalMs = options.intervalMs ?? SESSION_STATUS_INTERVAL_MS;
     // Unref'd: a status still queued never keeps a stopping process alive.
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()));
@@ -96,9 +101,11 @@ export class AgentSessions implements SessionStatusSink {
 
   private async send(teamId: string, item: Pending): Promise<void> {
     const log = { component: 'agent-session', teamId, channel: item.channelId, threadTs: item.threadTs, status: item.status };
+    const client = await this.clientOf(teamId).catch(() => undefined);
+    if (!client) return;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const result = await this.client.agents.sessions.setStatus({
+        const result = await client.agents.sessions.setStatus({
           channel_id: item.channelId,
           thread_ts: item.threadTs,
           status: item.status,

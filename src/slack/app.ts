@@ -8,6 +8,7 @@ import { describeError, StartupError } from '@verdict/runtime/startup-error';
 import { CheckedReceiver, guardSlackRequests } from './inbound-payloads.js';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
 import { formatLogArgs } from './log-format.js';
+import type { SlackInstaller } from './oauth.js';
 
 /** Socket Mode connection state as the socket-mode client reports it; 'none' in HTTP mode. */
 export type SocketState = 'none' | 'connecting' | 'connected' | 'reconnecting' | 'disconnected';
@@ -133,11 +134,17 @@ function slackStartError(error: unknown, token: 'SLACK_BOT_TOKEN' | 'SLACK_APP_T
   return new StartupError(token, `could not ${purpose} at ${apiUrl}: ${describeError(error)}`, { cause: error });
 }
 
-export async function createSlackApp(config: Config, deps: ListenerDeps): Promise<SlackApp> {
+/**
+ * The Bolt app. With `installer` (OAuth mode) each request is authorized with its workspace's
+ * installation (Bolt's `authorize`, which also rotates tokens); else with SLACK_BOT_TOKEN.
+ */
+export async function createSlackApp(config: Config, deps: ListenerDeps, installer?: SlackInstaller): Promise<SlackApp> {
   const logger = boltLogger(deps.logger);
   const apiUrl = config.slack.apiUrl ?? 'https://slack.com/api/';
   const botPolicy = retryPolicy(deps.logger, 'bot');
   const clientOptions: WebClientOptions = { ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}), ...botPolicy.clientOptions };
+  // One bot token, verified at init (auth.test); or each workspace's own, found per request.
+  const auth = installer ? { authorize: (source: Parameters<SlackInstaller['provider']['authorize']>[0]) => installer.provider.authorize(source) } : { token: config.slack.botToken! };
   let app: App;
   let receiver: HTTPReceiver | undefined;
   let socketState: SocketState = 'none';
@@ -158,7 +165,7 @@ export async function createSlackApp(config: Config, deps: ListenerDeps): Promis
       });
     }
     app = new App({
-      token: config.slack.botToken,
+      ...auth,
       // Envelope payloads pass the same check as HTTP bodies (src/slack/inbound-payloads.ts).
       receiver: new CheckedReceiver(socketReceiver, deps.logger),
       clientOptions,
@@ -173,9 +180,14 @@ export async function createSlackApp(config: Config, deps: ListenerDeps): Promis
       processBeforeResponse: true,
       logger,
     });
-    app = new App({ token: config.slack.botToken, receiver, clientOptions, logger, deferInitialization: true });
+    app = new App({ ...auth, receiver, clientOptions, logger, deferInitialization: true });
   }
   app.error(async (error) => {
+    if (installer && error.code === 'slack_bolt_authorization_error') {
+      // A workspace without an installation (uninstalled): nothing to do, and no retry would change that.
+      deps.logger.warn({ reason: error.message }, 'Slack request from a workspace without an installation ignored');
+      return;
+    }
     deps.logger.error({ err: error }, 'slack listener failed');
     throw error;
   });

@@ -7,7 +7,7 @@ import type { Db } from '../store/db.js';
 import { spendingInPeriod } from '../store/spending.js';
 import { ACTION_IDS } from './action-ids.js';
 import { buildActivityCsv, buildHomeView, HOME_PAGE_SIZE, type HomeBalance } from './blocks/app-home.js';
-import type { SlackClients } from './poster.js';
+import { asWorkspaceClients, isDeadTokenError, WorkspaceUnavailable, type SlackClients, type WorkspaceClients } from './workspace-clients.js';
 
 export interface HomePublisher {
   publish(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
@@ -18,7 +18,8 @@ export type BalanceReading = number | null | { balanceCredits: number; available
 
 export interface HomePublisherDeps {
   db: Db;
-  clients: SlackClients;
+  /** One token's clients, or each workspace's (OAuth mode). */
+  clients: SlackClients | WorkspaceClients;
   logger: Logger;
   /** Optional: without it (or when it fails or is slow) the header says the balance is unavailable. */
   getBalance?: () => Promise<BalanceReading>;
@@ -79,7 +80,18 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
     }
   };
 
+  const workspaces = asWorkspaceClients(deps.clients);
+  /** The workspace's clients; {@link WorkspaceUnavailable} when it has no installation or its token is refused (OAuth mode). */
+  const clientsOf = async (teamId: string): Promise<SlackClients> => {
+    const clients = await workspaces.forTeam(teamId);
+    if (!clients) throw new WorkspaceUnavailable(teamId, 'not installed');
+    return clients;
+  };
+  const gone = (teamId: string, error: unknown) =>
+    workspaces.perWorkspace && isDeadTokenError(error) ? new WorkspaceUnavailable(teamId, (error as SlackErrorLike).data?.error ?? 'token refused') : error;
+
   const publishView = async (teamId: string, userId: string, scope: ActivityScope, page: number) => {
+    const clients = await clientsOf(teamId);
     const query = { teamId, viewerId: userId, scope };
     const caps = deps.caps;
     const [list, totals, balance, spent] = await Promise.all([
@@ -96,13 +108,13 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
       buildHomeView({ entries: list.entries, totals, scope, page, hasMore: list.hasMore, balance, ...(spending ? { spending } : {}) }),
     );
     try {
-      await deps.clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
+      await clients.writer.views.publish({ user_id: userId, view: view as unknown as ViewsPublishArguments['view'] });
     } catch (error) {
       const e = error as SlackErrorLike;
       const refused = e.code === 'slack_webapi_platform_error' && ['invalid_arguments', 'invalid_blocks'].includes(e.data?.error ?? '');
-      if (!refused) throw error;
+      if (!refused) throw gone(teamId, error);
       logger.error({ err: error, teamId, userId }, 'slack refused the Home view; publishing a minimal one');
-      await deps.clients.writer.views.publish({
+      await clients.writer.views.publish({
         user_id: userId,
         view: {
           type: 'home',
@@ -120,8 +132,11 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
   };
 
   const exportCsv = async (teamId: string, userId: string, scope: ActivityScope) => {
+    const clients = await clientsOf(teamId);
     const { rows, truncated } = await activityCsvRows(deps.db, { teamId, viewerId: userId, scope });
-    const dm = await deps.clients.reader.conversations.open({ users: userId });
+    const dm = await clients.reader.conversations.open({ users: userId }).catch((error: unknown) => {
+      throw gone(teamId, error);
+    });
     const channelId = dm.channel?.id;
     if (!channelId) throw new Error('conversations.open returned no channel');
     const filename = `activity-${scope === 'team' ? 'workspace' : 'mine'}-${now().toISOString().slice(0, 10)}.csv`;
@@ -129,7 +144,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
     const count = `${rows.length} ${rows.length === 1 ? 'turn' : 'turns'}`;
     const comment = `Activity log export (${what}): ${count}${truncated ? `, the newest ${rows.length} only` : ''}.`;
     try {
-      await deps.clients.writer.files.uploadV2({
+      await clients.writer.files.uploadV2({
         channel_id: channelId,
         filename,
         title: filename,
@@ -138,7 +153,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
       });
     } catch (error) {
       logger.error({ err: error, teamId, userId }, 'CSV upload failed; not retried, the user is told');
-      await deps.clients.writer.chat
+      await clients.writer.chat
         .postMessage({ channel: channelId, text: "I couldn't upload your Activity log CSV. Press *Download CSV* in my Home tab to try again." })
         .catch((notifyError: unknown) => logger.warn({ err: notifyError }, 'could not tell the user the CSV upload failed'));
     }

@@ -20,7 +20,7 @@ import { reservePostSlot } from '../store/posts.js';
 import { listChatResources } from '../store/resources.js';
 import { buildPlanMessage } from './blocks/plan.js';
 import { SLACK_PACE, type SlackPace } from './limits.js';
-import type { SlackClients } from './poster.js';
+import { isDeadTokenError, type SlackClients } from './workspace-clients.js';
 
 /** The metadata type of the plan message: how it is found again, and told apart from the step reports. */
 export const PLAN_METADATA_TYPE = 'verdict_bot_plan';
@@ -41,7 +41,7 @@ const WORKSPACE_WRITTEN_KEY = '~plan-chat.update:written';
 
 export interface PlanSyncResult {
   /** What happened, for logs and tests. */
-  outcome: 'no_plan' | 'unchanged' | 'posted' | 'updated' | 'paced' | 'rate_limited' | 'refused';
+  outcome: 'no_plan' | 'unchanged' | 'posted' | 'updated' | 'paced' | 'rate_limited' | 'refused' | 'uninstalled';
   /** Run the sync again after this long: the write had to wait, or a step is running. */
   againInMs?: number;
   view?: PlanView;
@@ -49,7 +49,10 @@ export interface PlanSyncResult {
 
 export interface PlanMessengerDeps {
   db: Db;
+  /** The clients of the chat's workspace. */
   clients: SlackClients;
+  /** OAuth mode: a token Slack refuses means the workspace was uninstalled (outcome `uninstalled`, nothing logged). */
+  perWorkspace?: boolean;
   platform: Platform;
   logger: Logger;
   scrubber?: SecretScrubber;
@@ -173,6 +176,8 @@ export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, c
         if (slackTs) await holdWrites(db, teamId, WORKSPACE_WRITTEN_KEY, pace.workspaceUpdateIntervalMs, retryAfterMs);
         return { outcome: 'rate_limited', againInMs: retryAfterMs, view };
       }
+      // OAuth mode: the workspace is gone (uninstalled); a reinstall syncs the plan again.
+      if (deps.perWorkspace && isDeadTokenError(error)) return { outcome: 'uninstalled', view };
       if (e.code === 'slack_webapi_platform_error') {
         const reason = e.data?.error ?? 'unknown_error';
         if (reason === 'invalid_blocks' && blocks) {

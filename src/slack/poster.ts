@@ -1,6 +1,6 @@
 // Delivers a chat's pending posts to Slack exactly once, in order, paced per channel: each stored
 // reply is rendered (src/slack/blocks/reply.ts) when it is sent, and again when a choice is made in it.
-import { WebClient, type ChatPostMessageArguments } from '@slack/web-api';
+import type { ChatPostMessageArguments } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { createScrubber, type SecretScrubber } from '../logger.js';
 import { madeChoices, type ButtonFeedback } from '../store/button-choices.js';
@@ -23,7 +23,7 @@ import { feedbackAsPlainButtons } from './blocks/feedback.js';
 import { RENDER_LEVELS, renderReply, type RenderLevel } from './blocks/reply.js';
 import { chartNotes, comparisonPartOf, shareComparisonChart } from './comparison-chart.js';
 import { SLACK_PACE, type SlackPace } from './limits.js';
-import { formatLogArgs } from './log-format.js';
+import { asWorkspaceClients, isDeadTokenError, WorkspaceUnavailable, type SlackClients, type WorkspaceClients } from './workspace-clients.js';
 
 const POST_METADATA_TYPE = 'verdict_bot_post';
 
@@ -42,48 +42,7 @@ export function renderPost(
   return { text: payload.text, blocks: chosen.length > 0 ? retireChosen(payload.blocks, chosen) : payload.blocks };
 }
 
-export interface SlackClients {
-  /** Writes: never retried blindly; rate limits surface as errors the poster handles. */
-  writer: WebClient;
-  /** Reads: retried by the WebClient with backoff. */
-  reader: WebClient;
-}
-
-export function createSlackClients(token: string, apiUrl: string | undefined, logger: Logger): SlackClients {
-  const base = apiUrl ? { slackApiUrl: apiUrl } : {};
-  const slackLogger = slackLoggerFrom(logger);
-  return {
-    writer: new WebClient(token, {
-      ...base,
-      logger: slackLogger,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-      timeout: 15_000,
-    }),
-    reader: new WebClient(token, {
-      ...base,
-      logger: slackLogger,
-      retryConfig: { retries: 4, factor: 2, minTimeout: 200, maxTimeout: 5_000 },
-      timeout: 15_000,
-    }),
-  };
-}
-
-function slackLoggerFrom(logger: Logger) {
-  const child = logger.child({ component: 'slack-web-api' });
-  let level = 'info';
-  return {
-    debug: () => undefined,
-    info: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
-    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
-    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
-    setLevel: (l: string) => {
-      level = l;
-    },
-    getLevel: () => level,
-    setName: () => undefined,
-  } as never;
-}
+export { createSlackClients, type SlackClients } from './workspace-clients.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,14 +53,34 @@ interface SlackErrorLike {
 }
 
 export class SlackPoster {
-  /** `scrubber`: every post and ephemeral is scrubbed of the bot's secrets on its way out. */
+  private readonly workspaces: WorkspaceClients;
+
+  /**
+   * `clients`: one token's clients, or each workspace's (OAuth mode); `scrubber`: every post and
+   * ephemeral is scrubbed of the bot's secrets on its way out.
+   */
   constructor(
     private readonly db: Db,
-    private readonly clients: SlackClients,
+    clients: SlackClients | WorkspaceClients,
     private readonly logger: Logger,
     private readonly scrubber: SecretScrubber = createScrubber(),
     private readonly slackPace: SlackPace = SLACK_PACE,
-  ) {}
+  ) {
+    this.workspaces = asWorkspaceClients(clients);
+  }
+
+  /** The workspace's clients; throws {@link WorkspaceUnavailable} when it has no installation. */
+  private async clientsOf(teamId: string): Promise<SlackClients> {
+    const clients = await this.workspaces.forTeam(teamId);
+    if (!clients) throw new WorkspaceUnavailable(teamId, 'not installed');
+    return clients;
+  }
+
+  /** In OAuth mode a token Slack no longer takes means the workspace is gone: its post waits for a reinstall. */
+  private unavailable(teamId: string, error: unknown): WorkspaceUnavailable | undefined {
+    if (!this.workspaces.perWorkspace || !isDeadTokenError(error)) return undefined;
+    return new WorkspaceUnavailable(teamId, (error as SlackErrorLike).data?.error ?? 'token refused');
+  }
 
   /**
    * Posts every pending post of the chat. A post whose earlier attempt may have reached Slack is
@@ -109,25 +88,29 @@ export class SlackPoster {
    * record never produces a second copy. Throws on transient failures so the job is retried.
    */
   async deliverPending(teamId: string, chatId: string): Promise<void> {
-    for (const post of await pendingPosts(this.db, teamId, chatId)) {
-      await this.deliver(post);
+    const posts = await pendingPosts(this.db, teamId, chatId);
+    const charts = await openComparisonFiles(this.db, teamId, chatId);
+    if (posts.length === 0 && charts.length === 0) return;
+    const clients = await this.clientsOf(teamId);
+    for (const post of posts) {
+      await this.deliver(post, clients);
     }
-    await this.deliverComparisonCharts(teamId, chatId);
+    await this.deliverComparisonCharts(teamId, chatId, clients);
   }
 
   /**
    * Shares the chart of each delivered comparison post of the chat that is not shared yet, as a
    * message in the thread right after the verdict (src/slack/comparison-chart.ts).
    */
-  private async deliverComparisonCharts(teamId: string, chatId: string): Promise<void> {
+  private async deliverComparisonCharts(teamId: string, chatId: string, clients: SlackClients): Promise<void> {
     for (const file of await openComparisonFiles(this.db, teamId, chatId)) {
       const post = await getPost(this.db, teamId, file.postId);
       if (!post) continue;
       await shareComparisonChart(
         {
           db: this.db,
-          writer: this.clients.writer,
-          reader: this.clients.reader,
+          writer: clients.writer,
+          reader: clients.reader,
           logger: this.logger,
           pace: (team, channel) => this.pace(team, channel),
           refreshVerdict: (team, postId) => this.refreshPost(team, postId),
@@ -144,7 +127,7 @@ export class SlackPoster {
    * text alone. Levels that render the same message as the one refused are skipped. Returns the
    * ts and the level Slack took; throws what is not a block refusal.
    */
-  private async postWithFallbacks(post: Post, base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>): Promise<{ ts: string; level: RenderLevel }> {
+  private async postWithFallbacks(post: Post, base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>, clients: SlackClients): Promise<{ ts: string; level: RenderLevel }> {
     const payload = post.payload as unknown as StoredPostPayload;
     let refused: string | undefined;
     // Once Slack refused the feedback buttons, every level sends them as plain buttons.
@@ -157,7 +140,7 @@ export class SlackPoster {
         const key = JSON.stringify(blocks ?? null);
         if (refused !== undefined && key === refused) break;
         try {
-          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments);
+          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments, clients);
           return { ts: String(result.ts), level };
         } catch (error) {
           const e = error as SlackErrorLike;
@@ -191,11 +174,11 @@ export class SlackPoster {
     return true;
   }
 
-  private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments) {
+  private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments, clients: SlackClients) {
     for (let rateLimitedTries = 0; ; rateLimitedTries += 1) {
       await this.pace(post.team_id, post.channel_id);
       try {
-        return await this.clients.writer.chat.postMessage(args);
+        return await clients.writer.chat.postMessage(args);
       } catch (error) {
         const e = error as SlackErrorLike;
         if (e.code === 'slack_webapi_rate_limited_error' && rateLimitedTries < 10) {
@@ -209,12 +192,14 @@ export class SlackPoster {
     }
   }
 
-  private async deliver(post: Post): Promise<void> {
+  private async deliver(post: Post, clients: SlackClients): Promise<void> {
     const attempt = await markPostAttempt(this.db, post.team_id, post.id);
     if (attempt > 1) {
-      const existingTs = await this.findPosted(post);
+      const existingTs = await this.findPosted(post, clients).catch((error: unknown) => {
+        throw this.unavailable(post.team_id, error) ?? error;
+      });
       if (existingTs) {
-        await this.recordDelivered(post, existingTs);
+        await this.recordDelivered(post, existingTs, clients);
         return;
       }
     }
@@ -230,12 +215,14 @@ export class SlackPoster {
       metadata: { event_type: POST_METADATA_TYPE, event_payload: { post_key: post.post_key } },
     };
     try {
-      const { ts, level } = await this.postWithFallbacks(post, base);
-      await this.recordDelivered(post, ts);
+      const { ts, level } = await this.postWithFallbacks(post, base, clients);
+      await this.recordDelivered(post, ts, clients);
       // Null means full: only a fallback costs a write.
       if (level !== 'full') await setPostRenderLevel(this.db, post.team_id, post.id, level);
     } catch (error) {
       const e = error as SlackErrorLike;
+      const gone = this.unavailable(post.team_id, error);
+      if (gone) throw gone;
       if (e.code === 'slack_webapi_platform_error') {
         const reason = e.data?.error ?? 'unknown_error';
         this.logger.error({ postId: post.id, reason }, 'slack refused a post');
@@ -247,9 +234,9 @@ export class SlackPoster {
   }
 
   /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
-  private async recordDelivered(post: Post, ts: string): Promise<void> {
+  private async recordDelivered(post: Post, ts: string, clients: SlackClients): Promise<void> {
     await markPostDelivered(this.db, post.team_id, post.id, ts, null);
-    const permalink = await this.permalink(post.channel_id, ts);
+    const permalink = await this.permalink(post.channel_id, ts, clients);
     if (permalink) await setPostPermalink(this.db, post.team_id, post.id, permalink);
   }
 
@@ -260,10 +247,10 @@ export class SlackPoster {
     if (wait > 0) await sleep(wait);
   }
 
-  private async findPosted(post: Post): Promise<string | undefined> {
+  private async findPosted(post: Post, clients: SlackClients): Promise<string | undefined> {
     let cursor: string | undefined;
     for (let page = 0; page < 20; page += 1) {
-      const result = await this.clients.reader.conversations.replies({
+      const result = await clients.reader.conversations.replies({
         channel: post.channel_id,
         ts: post.thread_ts,
         include_all_metadata: true,
@@ -282,9 +269,9 @@ export class SlackPoster {
     return undefined;
   }
 
-  private async permalink(channel: string, ts: string): Promise<string | null> {
+  private async permalink(channel: string, ts: string, clients: SlackClients): Promise<string | null> {
     try {
-      const result = await this.clients.reader.chat.getPermalink({ channel, message_ts: ts });
+      const result = await clients.reader.chat.getPermalink({ channel, message_ts: ts });
       return result.permalink ?? null;
     } catch (error) {
       this.logger.warn({ err: error, channel }, 'could not fetch a permalink');
@@ -292,9 +279,11 @@ export class SlackPoster {
     }
   }
 
-  /** Ephemeral messages are not stored: they answer a click and are never retried. */
-  async postEphemeral(channel: string, user: string, text: string, threadTs?: string): Promise<void> {
-    await this.clients.writer.chat.postEphemeral({ channel, user, text: this.scrubber.scrub(text), ...(threadTs ? { thread_ts: threadTs } : {}) });
+  /** Ephemeral messages are not stored: they answer a click and are never retried. Nothing is sent to a workspace without an installation. */
+  async postEphemeral(channel: string, user: string, text: string, threadTs: string | undefined, teamId: string): Promise<void> {
+    const clients = await this.workspaces.forTeam(teamId);
+    if (!clients) return;
+    await clients.writer.chat.postEphemeral({ channel, user, text: this.scrubber.scrub(text), ...(threadTs ? { thread_ts: threadTs } : {}) });
   }
 
   /**
@@ -318,6 +307,7 @@ export class SlackPoster {
     const chosen = known ?? (await madeChoices(this.db, teamId, postId));
     const stored = RENDER_LEVELS.find((l) => l === post.render_level) ?? 'full';
     const notes = chartNotes(await getComparisonFile(this.db, teamId, postId));
+    const clients = await this.clientsOf(teamId);
     // From the level it was posted at down: a post recovered after a crash has no level recorded.
     let plainFeedback = false;
     for (const level of RENDER_LEVELS.slice(RENDER_LEVELS.indexOf(stored))) {
@@ -327,17 +317,19 @@ export class SlackPoster {
       if (plainFeedback) update.blocks = feedbackAsPlainButtons(update.blocks) ?? update.blocks;
       try {
         try {
-          await this.clients.writer.chat.update(update as never);
+          await clients.writer.chat.update(update as never);
         } catch (error) {
           const e = error as SlackErrorLike;
           if (plainFeedback || !(e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks' && this.plainFeedbackFallback(postId, update))) throw error;
           plainFeedback = true;
-          await this.clients.writer.chat.update(update as never);
+          await clients.writer.chat.update(update as never);
         }
         if (level !== stored) await setPostRenderLevel(this.db, teamId, postId, level);
         return;
       } catch (error) {
         const e = error as SlackErrorLike;
+        const gone = this.unavailable(teamId, error);
+        if (gone) throw gone;
         if (e.code === 'slack_webapi_platform_error' && e.data?.error === 'invalid_blocks') continue;
         if (e.code === 'slack_webapi_platform_error' && ['message_not_found', 'cant_update_message', 'channel_not_found'].includes(e.data?.error ?? '')) {
           this.logger.warn({ postId, reason: e.data?.error }, 'the message of a used button cannot be updated');
@@ -354,6 +346,6 @@ export class SlackPoster {
       await this.refreshChoices(feedback.teamId, feedback.postId);
       return;
     }
-    await this.postEphemeral(feedback.channel, feedback.user, feedback.text, feedback.threadTs);
+    await this.postEphemeral(feedback.channel, feedback.user, feedback.text, feedback.threadTs, feedback.teamId);
   }
 }

@@ -249,6 +249,8 @@ export interface Database {
   plan_messages: PlanMessagesTable;
   verdict_feedback: VerdictFeedbackTable;
   comparison_files: ComparisonFilesTable;
+  slack_installations: SlackInstallationsTable;
+  slack_enterprise_teams: SlackEnterpriseTeamsTable;
 }
 
 export type ComparisonFileState = 'pending' | 'uploading' | 'shared' | 'failed';
@@ -265,6 +267,27 @@ export interface ComparisonFilesTable {
   error: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+/** A Slack installation (OAuth mode); its tokens live only in `sealed` (src/store/installations.ts). */
+export interface SlackInstallationsTable {
+  install_key: string;
+  team_id: string | null;
+  enterprise_id: string | null;
+  is_enterprise_install: boolean;
+  app_id: string | null;
+  bot_user_id: string | null;
+  bot_token_expires_at: NullableTimestamp;
+  sealed: Buffer;
+  installed_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+/** The organization of a workspace that an org-wide installation serves. */
+export interface SlackEnterpriseTeamsTable {
+  team_id: string;
+  enterprise_id: string;
+  seen_at: Generated<Date>;
 }
 
 export type Chat = Selectable<ChatsTable>;

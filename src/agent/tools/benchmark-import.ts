@@ -1,4 +1,4 @@
-// benchmark-import: a benchmark file shared in the thread, downloaded from Slack with the bot token and uploaded to the platform.
+// benchmark-import: a benchmark file shared in the thread, downloaded from Slack with the workspace's bot token and uploaded to the platform.
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
@@ -45,11 +45,13 @@ async function download(file: SharedFile, ctx: ToolContext): Promise<string> {
     throw toolError(failure('import_no_link', { name: file.name }));
   }
   if (!allowedHost(url, ctx)) throw toolError(failure('import_not_on_slack', { name: file.name, host: url.host }));
+  const token = ctx.slackToken ? await ctx.slackToken() : ctx.config.slack.botToken;
+  if (!token) throw toolError(failure('import_download_failed', { name: file.name, cause: 'the workspace has no installation' }));
   let response;
   try {
     response = await request(url, {
       method: 'GET',
-      headers: { authorization: `Bearer ${ctx.config.slack.botToken}` },
+      headers: { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS),
     });
   } catch (error) {

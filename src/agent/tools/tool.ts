@@ -24,6 +24,8 @@ export interface ToolContext {
   authority: SpendAuthority;
   /** The id of the tool call being run; stable across a crash-and-resume of the turn. */
   toolUseId?: string;
+  /** The bot token of the chat's workspace, for reading files shared there; unset = SLACK_BOT_TOKEN. */
+  slackToken?: () => Promise<string | undefined>;
 }
 
 export interface ToolResult {

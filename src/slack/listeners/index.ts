@@ -6,6 +6,7 @@ import { registerAppMention } from './app-mention.js';
 import { registerChatActions } from './chat-actions.js';
 import type { ListenerDeps } from './deps.js';
 import { registerThreadMessage } from './thread-message.js';
+import { registerUninstall } from './uninstall.js';
 import { registerVerdictFeedback } from './verdict-feedback.js';
 
 export function registerListeners(app: App, deps: ListenerDeps): void {
@@ -15,6 +16,7 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   registerAppHome(app, deps);
   registerAgentSessionStopped(app, deps);
   registerVerdictFeedback(app, deps);
+  registerUninstall(app, deps);
 }
 
 export type { ListenerDeps };

@@ -11,7 +11,7 @@ export function authMethods(): Record<string, MethodHandler> {
         team_id: team.teamId,
         user_id: team.botUserId,
         bot_id: team.botId,
-        is_enterprise_install: false,
+        is_enterprise_install: team.isEnterpriseInstall === true,
         ...(team.enterpriseId ? { enterprise_id: team.enterpriseId } : {}),
       }),
   };

@@ -33,6 +33,10 @@ export interface SendEventOptions extends SigningOptions {
   apiAppId?: string;
   botUserId?: string;
   eventTime?: number;
+  /** The workspace's Enterprise Grid organization. */
+  enterpriseId?: string;
+  /** The app is installed org-wide (the event's authorization says so). */
+  isEnterpriseInstall?: boolean;
 }
 
 export type SlackEvent = Record<string, unknown> & { type: string };
@@ -92,8 +96,9 @@ export function eventEnvelope(event: SlackEvent, opts: Omit<SendEventOptions, ke
   return {
     token: 'fake-verification-token',
     team_id: teamId,
+    ...(opts.enterpriseId ? { enterprise_id: opts.enterpriseId } : {}),
     context_team_id: teamId,
-    context_enterprise_id: null,
+    context_enterprise_id: opts.enterpriseId ?? null,
     api_app_id: opts.apiAppId ?? 'A0FAKEAPP',
     event,
     type: 'event_callback',
@@ -101,11 +106,11 @@ export function eventEnvelope(event: SlackEvent, opts: Omit<SendEventOptions, ke
     event_time: opts.eventTime ?? Math.floor(Date.now() / 1000),
     authorizations: [
       {
-        enterprise_id: null,
-        team_id: teamId,
+        enterprise_id: opts.enterpriseId ?? null,
+        team_id: opts.isEnterpriseInstall ? null : teamId,
         user_id: opts.botUserId ?? 'UBOT',
         is_bot: true,
-        is_enterprise_install: false,
+        is_enterprise_install: opts.isEnterpriseInstall === true,
       },
     ],
     is_ext_shared_channel: false,
@@ -359,4 +364,14 @@ export function agentSessionStopped(input: { channel: string; threadTs: string; 
     streaming_message_ts: input.streamingMessageTs ?? [],
     event_ts: slackTs(),
   };
+}
+
+/** `app_uninstalled`: Slack sends it once the app is removed from a workspace (its tokens are revoked already). */
+export function appUninstalled(): SlackEvent {
+  return { type: 'app_uninstalled', event_ts: slackTs() };
+}
+
+/** `tokens_revoked`: the user ids whose user tokens (`oauth`) and the bot user ids whose bot tokens (`bot`) were revoked. */
+export function tokensRevoked(tokens: { bot?: string[]; oauth?: string[] }): SlackEvent {
+  return { type: 'tokens_revoked', tokens: { oauth: tokens.oauth ?? [], bot: tokens.bot ?? [] }, event_ts: slackTs() };
 }

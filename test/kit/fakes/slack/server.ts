@@ -8,6 +8,7 @@ import { authMethods } from './auth.js';
 import { chatMethods } from './chat.js';
 import { createFaults } from './faults.js';
 import { fileRoutes } from './files.js';
+import { createFakeOAuth } from './oauth.js';
 import { planStates } from './plan-states.js';
 import { createWorkspace } from './state.js';
 import type { FakeMessage, FakeSlack, FakeSlackOptions, SlackCall } from './types.js';
@@ -30,6 +31,12 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     emitter.emit('call', call);
   };
   const files = fileRoutes(ws, record);
+  const oauth = createFakeOAuth(options.oauth, ws.toTeam);
+  ws.issuedTeam = (token) => {
+    const issued = oauth.teamOfToken(token);
+    if (!issued) return undefined;
+    return oauth.tokenProblem(token) ? null : { ...issued.team, isEnterpriseInstall: issued.isEnterpriseInstall };
+  };
   const handlers: Record<string, MethodHandler> = {
     ...authMethods(),
     ...chatMethods(ws),
@@ -41,7 +48,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const answerApi = (method: string, args: Record<string, unknown>, token: string | undefined): { answer: Answer; team?: Team } => {
     const failure = faults.injected(method);
     if (failure) return { answer: failure };
+    // The one method called without a token: the client id and secret authenticate it.
+    if (method === 'oauth.v2.access') return { answer: oauth.access(args) };
     if (!token) return { answer: fail('not_authed') };
+    const problem = oauth.tokenProblem(token);
+    if (problem) return { answer: fail(problem) };
     const team = ws.teamFor(token);
     if (!team) return { answer: fail('invalid_auth') };
     if (method === 'chat.postMessage') {
@@ -117,6 +128,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   return {
     baseUrl,
     apiUrl: `${baseUrl}/api/`,
+    oauth,
     paceScale: options.paceScale ?? 1,
     calls: ws.calls,
     violations: ws.violations,

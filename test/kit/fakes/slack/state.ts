@@ -1,5 +1,5 @@
 // The fake workspace's state: the workspaces tokens belong to, messages, Home views, files, calls and violations.
-import type { FakeAgentSession, FakeEphemeral, FakeFile, FakeMessage, FakeSlackOptions, SlackCall, SlackEventFile } from './types.js';
+import type { FakeAgentSession, FakeEphemeral, FakeSlackTeam, FakeFile, FakeMessage, FakeSlackOptions, SlackCall, SlackEventFile } from './types.js';
 import { slackTs } from './requests.js';
 import type { Team } from './wire.js';
 
@@ -23,8 +23,12 @@ export interface Workspace {
   sharedFiles: Map<string, { file: SlackEventFile; content: Buffer; hidden: boolean }>;
   /** Block and element types this workspace refuses with `invalid_blocks`. */
   refusedBlockTypes: Set<string>;
-  /** The workspace a token belongs to; undefined for an unknown token when `rejectUnknownTokens`. */
+  /** The workspace a token belongs to; undefined for an unknown token when `rejectUnknownTokens`, or a revoked one. */
   teamFor(token: string): Team | undefined;
+  /** Tokens issued through OAuth (test/kit/fakes/slack/oauth.ts): the workspace, null once revoked or expired. */
+  issuedTeam?: (token: string) => Team | null | undefined;
+  /** A workspace as the fake resolves it, its unset fields from the default workspace. */
+  toTeam(known: FakeSlackTeam): Team;
   findMessage(channel: string | undefined, ts: string | undefined): FakeMessage | undefined;
   nextTs(): string;
   nextId(prefix: string): string;
@@ -55,19 +59,20 @@ export function createWorkspace(options: FakeSlackOptions): Workspace {
     files: new Map(),
     sharedFiles: new Map(),
     refusedBlockTypes: new Set(options.refuseBlockTypes ?? []),
+    toTeam: (known) => ({
+      teamId: known.teamId,
+      teamName: known.teamName ?? known.teamId,
+      domain: known.domain ?? known.teamId.toLowerCase(),
+      botUserId: known.botUserId ?? defaultTeam.botUserId,
+      botId: known.botId ?? defaultTeam.botId,
+      appId: defaultTeam.appId,
+      ...(known.enterpriseId ? { enterpriseId: known.enterpriseId } : {}),
+    }),
     teamFor: (token) => {
+      const issued = ws.issuedTeam?.(token);
+      if (issued !== undefined) return issued ?? undefined;
       const known = options.teams?.[token];
-      if (known) {
-        return {
-          teamId: known.teamId,
-          teamName: known.teamName ?? known.teamId,
-          domain: known.domain ?? known.teamId.toLowerCase(),
-          botUserId: known.botUserId ?? defaultTeam.botUserId,
-          botId: known.botId ?? defaultTeam.botId,
-          appId: defaultTeam.appId,
-          ...(known.enterpriseId ? { enterpriseId: known.enterpriseId } : {}),
-        };
-      }
+      if (known) return ws.toTeam(known);
       return options.rejectUnknownTokens ? undefined : defaultTeam;
     },
     findMessage: (channel, ts) => ws.messages.find((m) => m.channel === channel && m.ts === ts),

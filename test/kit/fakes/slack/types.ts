@@ -1,6 +1,7 @@
 // The fake Slack's public types: options, recorded calls, messages, files, failures and the handle.
 import type { SlackEvent } from './requests.js';
 import type { PlanState } from './plan-states.js';
+import type { FakeOAuth, OAuthOptions } from './oauth.js';
 
 /** A workspace the fake knows, selected by the token a call carries. */
 export interface FakeSlackTeam {
@@ -25,6 +26,8 @@ export interface FakeSlackOptions {
   /** The bot's bot id in the default workspace, `BBOT` unless set. */
   botId?: string;
   appId?: string;
+  /** Slack's OAuth v2 for this app: oauth.v2.access answers codes from `FakeSlack.oauth.approveInstall`. */
+  oauth?: OAuthOptions;
   /** Answer `invalid_auth` to tokens missing from `teams`. */
   rejectUnknownTokens?: boolean;
   /** The bot token's scopes; when set, a method needing a scope missing here answers `missing_scope`. */
@@ -163,6 +166,8 @@ export interface FakeSlack {
   baseUrl: string;
   /** Value for the WebClient's `slackApiUrl`: `<baseUrl>/api/`. */
   apiUrl: string;
+  /** Installs through OAuth, uninstalls, and the tokens issued (FakeSlackOptions.oauth). */
+  oauth: FakeOAuth;
   /** Its rate-limit windows as a multiple of Slack's (`FakeSlackOptions.paceScale`): start the bot with this SLACK_PACE_SCALE. */
   paceScale: number;
   calls: SlackCall[];

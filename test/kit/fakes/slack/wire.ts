@@ -11,6 +11,8 @@ export interface Team {
   botId: string;
   appId: string;
   enterpriseId?: string;
+  /** A token of an org-wide installation (OAuth): auth.test says so. */
+  isEnterpriseInstall?: boolean;
 }
 
 /** What a method answers: HTTP status, JSON body, extra headers. */
