@@ -15,7 +15,7 @@ import { createWorkerWaker } from '../src/store/wake-workers.js';
 import { createLogger } from '../src/logger.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
-import { describeScheduler, withBenchScheduler } from './sched.js';
+import { describeScheduler } from './sched.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { printStatements, sampleWaits, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
@@ -280,4 +280,4 @@ export async function main(): Promise<void> {
   report('events lost or duplicated (all runs)', `${lostTotal} (target 0: ${lostTotal === 0 ? 'met' : 'MISSED'})`);
 }
 
-if (isMain(import.meta.url)) await withBenchScheduler(main);
+if (isMain(import.meta.url)) await main();

@@ -1,7 +1,6 @@
 // The pg pool both the bot and the sandbox use: bounded waits, and no crash when Postgres drops a
 // connection that is checked out.
 import pg from 'pg';
-import { followProcessPriority } from '../priority.js';
 
 /**
  * A pg pool whose connections can be lost at any moment without taking the process down.
@@ -36,12 +35,6 @@ export function createPgPool(
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', onError);
-    // A niced process (the worker role of npm start) does its database work at its own priority
-    // too, when Postgres runs on this machine: its queries then never outrank the web role's acks.
-    const internals = client as unknown as { processID?: number | null; connection?: { stream?: { localPort?: number } } };
-    if (typeof internals.processID === 'number') {
-      followProcessPriority({ pid: internals.processID, localPort: internals.connection?.stream?.localPort, database: client.database });
-    }
   });
   return pool;
 }
