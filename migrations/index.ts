@@ -14,6 +14,7 @@ import * as turnOwners from './2026-12-05-007-turn-owners.js';
 import * as ingestSlackFunction from './2026-12-06-001-ingest-slack-function.js';
 import * as chatQueueGc from './2026-12-07-001-chat-queue-gc.js';
 import * as planQueueGc from './2026-12-07-002-plan-queue-gc.js';
+import * as publicJobApi from './2026-12-07-003-public-job-api.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-06-001-ingest-slack-function': ingestSlackFunction,
   '2026-12-07-001-chat-queue-gc': chatQueueGc,
   '2026-12-07-002-plan-queue-gc': planQueueGc,
+  '2026-12-07-003-public-job-api': publicJobApi,
 };

@@ -1,5 +1,6 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
+import { RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
 import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
 import { triggerFiles, type SharedFile } from './trigger-files.js';
@@ -25,17 +26,20 @@ export interface EnqueueResult {
   created: boolean;
 }
 
+/** The job queue of a chat's turns: graphile-worker runs the jobs of one named queue one at a time. */
+export function turnQueueName(chatId: string): string {
+  return `chat:${chatId}`;
+}
+
 /**
- * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). `quiet`: no
- * NOTIFY in this transaction (migration 2026-12-05-005 says why); the caller must then
- * {@link import('./wake-workers.js').createWorkerWaker} after the commit, or the jobs wait for a poll.
- * Both hold the lock that the clean-up of empty chat queues takes (migration 2026-12-07-001).
+ * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id) through
+ * graphile-worker's public `add_job`: in the chat's queue ({@link turnQueueName}), keyed by its
+ * trigger (`trigger:<id>`), so the job commits with the trigger and a re-enqueue collapses.
  */
-export function addJobFromInserted(maxAttempts: number, mode: 'notify' | 'quiet' = 'notify') {
-  if (mode === 'quiet') {
-    return sql`select enqueue_turn_jobs_quietly(array_agg(inserted.id::text), array_agg(inserted.chat_id::text), ${maxAttempts}::int) as added from inserted`;
-  }
-  return sql`select enqueue_turn_job(inserted.id::text, inserted.chat_id::text, ${maxAttempts}::int) from inserted`;
+export function addJobFromInserted(maxAttempts: number) {
+  return sql`select graphile_worker.add_job(${RUN_TURN_TASK}::text, json_build_object('triggerId', inserted.id::text),
+    queue_name => 'chat:' || inserted.chat_id::text, job_key => 'trigger:' || inserted.id::text, max_attempts => ${maxAttempts}::int)
+    from inserted`;
 }
 
 /** SQL selecting the target chat's id, creating the chat when allowed. */
@@ -103,14 +107,20 @@ export interface SlackTriggerInput {
   input: TriggerInput;
 }
 
+/** Every batch visits its threads in this order, so two batches that share chats lock them in the same order. */
+function threadOrder(a: SlackTriggerInput, b: SlackTriggerInput): number {
+  const key = (i: SlackTriggerInput) => [i.input.teamId, i.target.channelId, i.target.threadTs];
+  const [x, y] = [key(a), key(b)];
+  for (let k = 0; k < x.length; k += 1) if (x[k] !== y[k]) return x[k]! < y[k]! ? -1 : 1;
+  return 0;
+}
+
 /**
- * Stores Slack triggers and enqueues their turns in one statement for the whole batch (group
- * commit: one round trip and one durable commit for many events), with {@link enqueueTrigger}'s
- * meaning for each item: results in input order, undefined where the chat does not exist and may not
- * be created (a reply finds a chat that existed before, or that an earlier mention of the batch
- * opened); of several items with one dedupe key, the first is `created` and the others not. The
- * jobs are written quietly: the caller wakes the workers after the commit
- * ({@link import('./wake-workers.js').createWorkerWaker}), or they find the jobs at their next poll.
+ * Stores Slack triggers and enqueues their turns in one transaction for the whole batch (group
+ * commit: one durable commit for many events), with {@link enqueueTrigger}'s meaning for each item:
+ * results in input order, undefined where the chat does not exist and may not be created (a reply
+ * finds a chat that existed before, or that an earlier mention of the batch opened); of several
+ * items with one dedupe key, the first is `created` and the others not.
  */
 export async function enqueueSlackTriggers(
   db: Db,
@@ -118,40 +128,19 @@ export async function enqueueSlackTriggers(
   options: { maxAttempts?: number } = {},
 ): Promise<Array<EnqueueResult | undefined>> {
   if (items.length === 0) return [];
-  const column = <T>(pick: (item: SlackTriggerInput) => T) => items.map(pick);
-  // One call of ingest_slack_triggers (migrations/2026-12-06-001-ingest-slack-function.ts): the
-  // statements inside keep their plans between calls, where one set-based statement was planned
-  // anew at every ack (half of its time).
-  const result = await sql<{ ord: string; chat_id: string | null; trigger_id: string | null; existing_id: string | null }>`
-    with ingested as (
-      select * from ingest_slack_triggers(
-        ${column((i) => i.input.teamId)}::text[],
-        ${column((i) => i.target.channelId)}::text[],
-        ${column((i) => i.target.threadTs)}::text[],
-        ${column((i) => (i.target.create ? i.target.ownerUserId : null))}::text[],
-        ${column((i) => i.target.create)}::boolean[],
-        ${column((i) => i.input.kind)}::text[],
-        ${column((i) => i.input.dedupeKey)}::text[],
-        ${column((i) => i.input.userId)}::text[],
-        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[],
-        ${options.maxAttempts ?? 25}::int
-      )
-    )
-    select ord::text, chat_id::text, trigger_id::text, existing_id::text from ingested order by ord
-  `.execute(db);
-  if (result.rows.length !== items.length) throw new Error(`ingest returned ${result.rows.length} rows for ${items.length} Slack events`);
-  return result.rows.map((row, index): EnqueueResult | undefined => {
-    if (!row.chat_id) return undefined;
-    if (row.trigger_id) return { chatId: row.chat_id, triggerId: row.trigger_id, created: true };
-    // The function reads the stored trigger whenever its insert found the dedupe key taken.
-    if (!row.existing_id) throw new Error(`ingest stored no trigger and found none for ${items[index]!.input.dedupeKey}`);
-    return { chatId: row.chat_id, triggerId: row.existing_id, created: false };
+  // A stable sort: the items of one thread keep their order (a mention before its replies).
+  const order = items.map((item, index) => ({ item, index })).sort((a, b) => threadOrder(a.item, b.item) || a.index - b.index);
+  return db.transaction().execute(async (trx) => {
+    const results = new Array<EnqueueResult | undefined>(items.length);
+    for (const { item, index } of order) results[index] = await enqueueTrigger(trx, item.target, item.input, options);
+    return results;
   });
 }
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
 export async function addTurnJob(db: Db, chatId: string, triggerId: string, maxAttempts = 25): Promise<void> {
-  await sql`select enqueue_turn_job(${triggerId}::text, ${chatId}::text, ${maxAttempts}::int)`.execute(db);
+  await sql`select graphile_worker.add_job(${RUN_TURN_TASK}::text, json_build_object('triggerId', ${triggerId}::text),
+    queue_name => ${turnQueueName(chatId)}::text, job_key => ${`trigger:${triggerId}`}::text, max_attempts => ${maxAttempts}::int)`.execute(db);
 }
 
 export async function getTrigger(db: Db, triggerId: string): Promise<Trigger | undefined> {
