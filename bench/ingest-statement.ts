@@ -1,5 +1,5 @@
 // The acknowledged write of one Slack event on its own: the web role's ingest (the chat upserted,
-// the trigger and its turn job written, one transaction, one durable commit) against the floor's
+// the trigger and its turn job written, one statement, one durable commit) against the floor's
 // one-row INSERT, called one after another on one connection of a quiet private server. What the
 // ack bench (bench/slack-ack.ts) cannot separate from the HTTP and scheduling around it.
 import { randomBytes } from 'node:crypto';

@@ -31,7 +31,7 @@ export interface WebRoleOptions {
 }
 
 /**
- * Slack events that arrive while earlier ones are being written share the next transaction (group
+ * Slack events that arrive while earlier ones are being written share the next statement (group
  * commit), as webhooks do: under a burst one commit answers many acks, and none is answered before
  * its trigger is durable. At most `SLACK_INGEST_SLOTS` connections write at once.
  */
@@ -79,7 +79,7 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
       maxBatch: SLACK_INGEST_BATCH,
       maxInFlight: SLACK_INGEST_SLOTS,
       flush: (items) => {
-        logger.debug({ events: items.length }, 'slack ingest: one transaction');
+        logger.debug({ events: items.length }, 'slack ingest: one statement');
         return enqueueSlackTriggers(db, items);
       },
     });

@@ -107,20 +107,12 @@ export interface SlackTriggerInput {
   input: TriggerInput;
 }
 
-/** Every batch visits its threads in this order, so two batches that share chats lock them in the same order. */
-function threadOrder(a: SlackTriggerInput, b: SlackTriggerInput): number {
-  const key = (i: SlackTriggerInput) => [i.input.teamId, i.target.channelId, i.target.threadTs];
-  const [x, y] = [key(a), key(b)];
-  for (let k = 0; k < x.length; k += 1) if (x[k] !== y[k]) return x[k]! < y[k]! ? -1 : 1;
-  return 0;
-}
-
 /**
- * Stores Slack triggers and enqueues their turns in one transaction for the whole batch (group
- * commit: one durable commit for many events), with {@link enqueueTrigger}'s meaning for each item:
- * results in input order, undefined where the chat does not exist and may not be created (a reply
- * finds a chat that existed before, or that an earlier mention of the batch opened); of several
- * items with one dedupe key, the first is `created` and the others not.
+ * Stores Slack triggers and enqueues their turns in one statement for the whole batch (group
+ * commit: one round trip and one durable commit for many events), with {@link enqueueTrigger}'s
+ * meaning for each item: results in input order, undefined where the chat does not exist and may not
+ * be created (a reply finds a chat that existed before, or that a mention of the batch opens); of
+ * several items with one dedupe key, the first is `created` and the others not.
  */
 export async function enqueueSlackTriggers(
   db: Db,
@@ -128,13 +120,73 @@ export async function enqueueSlackTriggers(
   options: { maxAttempts?: number } = {},
 ): Promise<Array<EnqueueResult | undefined>> {
   if (items.length === 0) return [];
-  // A stable sort: the items of one thread keep their order (a mention before its replies).
-  const order = items.map((item, index) => ({ item, index })).sort((a, b) => threadOrder(a.item, b.item) || a.index - b.index);
-  return db.transaction().execute(async (trx) => {
-    const results = new Array<EnqueueResult | undefined>(items.length);
-    for (const { item, index } of order) results[index] = await enqueueTrigger(trx, item.target, item.input, options);
-    return results;
-  });
+  const column = <T>(pick: (item: SlackTriggerInput) => T) => items.map(pick);
+  const result = await sql<{ ord: string; chat_id: string | null; trigger_id: string | null; existing_id: string | null }>`
+    with input as (
+      select * from unnest(
+        ${column((i) => i.input.teamId)}::text[],
+        ${column((i) => i.target.channelId)}::text[],
+        ${column((i) => i.target.threadTs)}::text[],
+        ${column((i) => (i.target.create ? i.target.ownerUserId : null))}::text[],
+        ${column((i) => i.target.create)}::boolean[],
+        ${column((i) => i.input.kind)}::text[],
+        ${column((i) => i.input.dedupeKey)}::text[],
+        ${column((i) => i.input.userId)}::text[],
+        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[]
+      ) with ordinality as i(team_id, channel_id, thread_ts, owner_user_id, can_create, kind, dedupe_key, user_id, payload, ord)
+    ),
+    created as (
+      -- One row per thread (a statement may not update a row twice), in key order so that two
+      -- batches lock shared threads in the same order; "do update" returns an existing chat's id too.
+      insert into chats (team_id, channel_id, thread_ts, owner_user_id)
+      select distinct on (team_id, channel_id, thread_ts) team_id, channel_id, thread_ts, owner_user_id
+      from input where can_create
+      order by team_id, channel_id, thread_ts, ord
+      on conflict on constraint chats_thread_key do update set updated_at = chats.updated_at
+      returning id, team_id, channel_id, thread_ts
+    ),
+    target as (
+      select i.*, coalesce(c.id, e.id) as chat_id
+      from input i
+      left join created c on c.team_id = i.team_id and c.channel_id = i.channel_id and c.thread_ts = i.thread_ts
+      left join chats e on e.team_id = i.team_id and e.channel_id = i.channel_id and e.thread_ts = i.thread_ts
+    ),
+    inserted as (
+      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
+      select distinct on (team_id, dedupe_key) team_id, chat_id, kind, dedupe_key, user_id, payload
+      from target where chat_id is not null
+      order by team_id, dedupe_key, ord
+      on conflict on constraint triggers_dedupe do nothing
+      returning id, chat_id, team_id, dedupe_key
+    ),
+    job as (${addJobFromInserted(options.maxAttempts ?? 25)})
+    select t.ord::text as ord, t.chat_id::text as chat_id, ins.id::text as trigger_id, ex.id::text as existing_id,
+           -- Selected so that the job part runs (an unread CTE is skipped).
+           (select count(*) from job) as jobs
+    from target t
+    left join inserted ins on ins.team_id = t.team_id and ins.dedupe_key = t.dedupe_key
+    left join triggers ex on ex.team_id = t.team_id and ex.dedupe_key = t.dedupe_key
+    order by t.ord
+  `.execute(db);
+  if (result.rows.length !== items.length) throw new Error(`ingest returned ${result.rows.length} rows for ${items.length} Slack events`);
+  // Of the items that share a new trigger (one dedupe key twice in the batch), the first created it.
+  const claimed = new Set<string>();
+  return Promise.all(
+    result.rows.map(async (row, index): Promise<EnqueueResult | undefined> => {
+      if (!row.chat_id) return undefined;
+      if (row.trigger_id) {
+        const created = !claimed.has(row.trigger_id);
+        claimed.add(row.trigger_id);
+        return { chatId: row.chat_id, triggerId: row.trigger_id, created };
+      }
+      const input = items[index]!.input;
+      // A concurrent delivery of the same input may have committed after this statement's snapshot.
+      const existing =
+        row.existing_id ??
+        (await db.selectFrom('triggers').select('id').where('team_id', '=', input.teamId).where('dedupe_key', '=', input.dedupeKey).executeTakeFirstOrThrow()).id;
+      return { chatId: row.chat_id, triggerId: existing, created: false };
+    }),
+  );
 }
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */

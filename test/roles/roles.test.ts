@@ -222,7 +222,8 @@ describe('Slack ingest by group commit', () => {
     const xactCommit = async () =>
       Number((await query<{ n: string }>(databaseUrl, 'select xact_commit as n from pg_stat_database where datname = current_database()'))[0]!.n);
 
-    // Commits: every flush of the group committer is one transaction (the web role logs each at debug); Postgres's own count of this database's commits over the burst is at least that.
+    // Commits: every flush of the group committer is one statement, i.e. one transaction (the web role
+    // logs each at debug); Postgres's own count of this database's commits over the burst is at least that.
     // The web role alone is the only client of this database during the burst, and it is stopped
     // before the count is read, so its connections' statistics are flushed.
     const first = await startWeb();
@@ -235,8 +236,8 @@ describe('Slack ingest by group commit', () => {
     const commits = (await xactCommit()) - before - 1;
     const [afterBurst] = await query<Counts>(databaseUrl, COUNTS);
     expect(afterBurst).toMatchObject({ triggers: N, jobs: N, turns: 0 });
-    const statements = logLines(first.web.output()).filter((line) => line.msg === 'slack ingest: one transaction').map((line) => line.events as number);
-    console.log(`[group commit] ${N} concurrent mentions: ${statements.length} transactions ${JSON.stringify(statements)}; Postgres counted ${commits} commits in the database meanwhile`);
+    const statements = logLines(first.web.output()).filter((line) => line.msg === 'slack ingest: one statement').map((line) => line.events as number);
+    console.log(`[group commit] ${N} concurrent mentions: ${statements.length} statements ${JSON.stringify(statements)}; Postgres counted ${commits} commits in the database meanwhile`);
     expect(statements.reduce((a, b) => a + b, 0)).toBe(N);
     expect(statements.length).toBeLessThan(N);
     expect(commits).toBeGreaterThanOrEqual(statements.length);

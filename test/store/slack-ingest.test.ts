@@ -48,7 +48,7 @@ async function jobsOf(teamId: string): Promise<Array<{ queue: string; trigger: s
 }
 
 describe('enqueueSlackTriggers', () => {
-  it('stores a batch in one transaction with the meaning of one enqueue per item', async () => {
+  it('stores a batch in one statement with the meaning of one enqueue per item', async () => {
     const teamId = `T${hex().toUpperCase()}`;
     const existing = await handle.db
       .insertInto('chats')
@@ -93,7 +93,7 @@ describe('enqueueSlackTriggers', () => {
     expect(await jobsOf(teamId)).toHaveLength(1);
   });
 
-  it('under group commit, concurrent events share transactions and each gets its own result', async () => {
+  it('under group commit, concurrent events share statements and each gets its own result', async () => {
     const teamId = `T${hex().toUpperCase()}`;
     const statements: number[] = [];
     const ingest = createGroupCommit<SlackTriggerInput, EnqueueResult | undefined>({
