@@ -82,8 +82,7 @@ async function main(): Promise<void> {
     if (!requested && !supervised) console.error(`${signal} received during start-up: stopping as soon as the start finishes`);
     requested = signal;
   };
-  // A role under the parent is in its process group: Ctrl-C is the parent's to handle (SIGTERM follows).
-  process.on('SIGINT', supervised ? () => undefined : onSignal);
+  process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     running = await run(config);

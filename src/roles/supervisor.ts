@@ -60,10 +60,8 @@ function spawnRole(
   logger: Logger,
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
 ): { child: ChildProcess; ready: Promise<RoleMessage & { type: 'ready' }> } {
-  // In the parent's session, not one of its own: with Linux autogroups (the default) a nice value
-  // counts only between processes of one session, so the worker's yields the CPU to the web role only
-  // there. A terminal's Ctrl-C reaches the roles too; they leave it to the parent, which stops them in order.
-  const options = { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions };
+  // Its own process group: a terminal's Ctrl-C reaches only the parent, which stops the roles in order.
+  const options = { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions, detached: true };
   // `nice` execs node in place (same pid, same IPC channel), so every thread node starts is at the lower priority.
   const child =
     role === 'worker'
