@@ -1,17 +1,13 @@
 // Diagnostic: the floor of the ack bench (bare Bolt + one durable INSERT per event, bench/bare-bolt-server.ts)
-// alone, and beside busy processes that share nothing with it but the two cores, each in a session of its own
-// (as the worker role and every Postgres backend are): at the lowest priority there is (SCHED_IDLE, set with
-// util-linux's chrt), at nice 19, at nice 19 or 10 with their sessions' autogroups at the same nice, or in an idle
-// CPU cgroup (the last two are what src/priority.ts gives the worker role, its backends and what it starts, with
-// WORKER_PRIORITY=nice and idle); spinning in a tight loop (almost no memory), walking a 64 MB array (evicting the
-// caches), or a real LoRA training (packages/platform/trainer/lora_train.py on stories260K, as the worker starts one). Says how much
-// a busy neighbour slows the floor here, whatever it does and at whatever priority; BENCH_NO_AUTOGROUP=1 (root)
-// measures the same with Linux autogroups off (bench/sched.ts).
+// alone, and beside busy processes that share nothing with it but the cores, each in a session of its own: at the
+// lowest priority there is (SCHED_IDLE, set with util-linux's chrt), at nice 19 or nice 10; spinning in a tight
+// loop (almost no memory), walking a 64 MB array (evicting the caches), or a real LoRA training
+// (trainer/lora_train.py on stories260K) at nice 10, as the bot starts its trainer. Says how much a busy neighbour
+// slows the floor here, whatever it does and at whatever ordinary priority.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { idleCpuGroupBeside, joinIdleCpuGroup, lowerAutogroup, removeIdleCpuGroup } from '../src/priority.js';
 import { TRAINER_SCRIPT } from '@verdict/platform/engines/pytorch-trainer';
 import { pythonWithTorch, STORIES_MODEL_FILE } from '../test/kit/engines.js';
 import { sleep } from '../test/kit/wait.js';
@@ -19,7 +15,7 @@ import { botEnv, spawnBot } from './bot.js';
 import { startRemoteFakes } from './remote-fakes.js';
 import { startPostgres } from './postgres.js';
 import { load } from './slack-ack.js';
-import { describeScheduler, withBenchScheduler } from './sched.js';
+import { describeScheduler } from './sched.js';
 import { envNumber, fmt, isMain, median, report } from './stats.js';
 
 const ROUNDS = envNumber('BENCH_BURN_ROUNDS', 3);
@@ -29,7 +25,7 @@ const PROGRAMS = {
   spin: 'for (;;) {}',
   walk: 'const a = new Float64Array(8 * 1024 * 1024); for (let i = 0; ; i = (i + 4099) % a.length) a[i] += 1;',
 };
-type Burner = { what: keyof typeof PROGRAMS | 'train'; priority: 'idle' | 'nice19' | 'session19' | 'session10' | 'cgroupIdle' };
+type Burner = { what: keyof typeof PROGRAMS | 'train'; priority: 'idle' | 'nice19' | 'nice10' };
 const trains = (c: Condition) => c.burners.some((b) => b.what === 'train');
 let trainSpec: string | undefined;
 let trainPython: string | null = null;
@@ -40,16 +36,10 @@ const CONDITIONS: Condition[] = [
   { name: '2 spinners at SCHED_IDLE', burners: [{ what: 'spin', priority: 'idle' }, { what: 'spin', priority: 'idle' }] },
   { name: '2 cache walkers at SCHED_IDLE', burners: [{ what: 'walk', priority: 'idle' }, { what: 'walk', priority: 'idle' }] },
   { name: '2 spinners at nice 19', burners: [{ what: 'spin', priority: 'nice19' }, { what: 'spin', priority: 'nice19' }] },
-  // What the worker role does for itself and its Postgres backends (src/priority.ts): its session's autogroup lowered too.
-  { name: '2 spinners at nice 19, their sessions at nice 19', burners: [{ what: 'spin', priority: 'session19' }, { what: 'spin', priority: 'session19' }] },
   { name: '1 spinner at SCHED_IDLE', burners: [{ what: 'spin', priority: 'idle' }] },
-  // The worker role and its backends with WORKER_PRIORITY=nice (nice +10, their sessions too), and with idle, the default.
-  { name: '2 spinners at nice 10, their sessions at nice 10', burners: [{ what: 'spin', priority: 'session10' }, { what: 'spin', priority: 'session10' }] },
-  { name: '2 spinners in an idle CPU cgroup', burners: [{ what: 'spin', priority: 'cgroupIdle' }, { what: 'spin', priority: 'cgroupIdle' }] },
-  // What the worker role starts with real engines: a training as it runs with WORKER_PRIORITY=nice (nice 10, in a
-  // session whose autogroup is at nice 10) and with idle (in the worker's idle CPU cgroup).
-  { name: 'a LoRA training at nice 10, its session at nice 10', burners: [{ what: 'train', priority: 'session10' }] },
-  { name: 'a LoRA training in an idle CPU cgroup', burners: [{ what: 'train', priority: 'cgroupIdle' }] },
+  { name: '2 spinners at nice 10', burners: [{ what: 'spin', priority: 'nice10' }, { what: 'spin', priority: 'nice10' }] },
+  // What the bot starts with real engines: a training at nice 10 (src/platform/engines/pytorch-trainer.ts).
+  { name: 'a LoRA training at nice 10', burners: [{ what: 'train', priority: 'nice10' }] },
 ];
 // BENCH_BURN_ONLY=1,6: only these conditions (by their index above) beside 'alone'.
 const ONLY = process.env.BENCH_BURN_ONLY?.split(',');
@@ -61,7 +51,7 @@ process.on('exit', () => live.forEach((child) => child.kill('SIGKILL')));
 process.on('SIGINT', () => process.exit(130));
 
 /** A busy process in a session of its own; `chrt` execs node at SCHED_IDLE, so the pid is node's either way. */
-async function startBurner(b: Burner): Promise<ChildProcess> {
+function startBurner(b: Burner): ChildProcess {
   const command = b.what === 'train' ? [trainPython!, TRAINER_SCRIPT, '--spec', trainSpec!] : [process.execPath, '-e', PROGRAMS[b.what]];
   const options = { stdio: 'ignore' as const, detached: true, env: { ...process.env, OMP_NUM_THREADS: '2' } };
   const child = b.priority === 'idle' ? spawn('chrt', ['--idle', '0', ...command], options) : spawn(command[0]!, command.slice(1), options);
@@ -69,16 +59,9 @@ async function startBurner(b: Burner): Promise<ChildProcess> {
     console.error(`could not start a busy process (${b.priority === 'idle' ? 'chrt --idle, from util-linux' : command[0]}): ${error.message}`);
     process.exit(1);
   });
-  if ((b.priority === 'nice19' || b.priority === 'session19') && child.pid) os.setPriority(child.pid, 19);
-  if (b.priority === 'session10' && child.pid) os.setPriority(child.pid, 10);
-  if (b.priority === 'cgroupIdle' && child.pid && !joinIdleCpuGroup(child.pid)) {
-    console.error('could not move a busy process into an idle CPU cgroup (needs root and a writable cgroup filesystem)');
-    process.exit(1);
-  }
+  if (b.priority === 'nice19' && child.pid) os.setPriority(child.pid, 19);
+  if (b.priority === 'nice10' && child.pid) os.setPriority(child.pid, 10);
   live.add(child);
-  // The kernel takes a few autogroup changes a second from an unprivileged process.
-  const session = b.priority === 'session19' ? 19 : b.priority === 'session10' ? 10 : undefined;
-  while (session !== undefined && child.pid && lowerAutogroup(child.pid, session) === 'again') await sleep(120);
   child.on('exit', () => live.delete(child));
   return child;
 }
@@ -117,7 +100,7 @@ export async function main(): Promise<void> {
       for (const condition of CONDITIONS) {
         const floor = await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: await postgres.createDatabase('floor') }, { script: 'bench/bare-bolt-server.ts' });
         const burners: ChildProcess[] = [];
-        for (const b of condition.burners) burners.push(await startBurner(b));
+        for (const b of condition.burners) burners.push(startBurner(b));
         // Past the training's start-up (importing torch, reading the model): the load meets its epochs.
         if (trains(condition)) await sleep(4000);
         try {
@@ -132,7 +115,6 @@ export async function main(): Promise<void> {
     }
   } finally {
     await fakes.stop();
-    await removeIdleCpuGroup(idleCpuGroupBeside());
     await postgres.stop();
     await rm(dir, { recursive: true, force: true });
   }
@@ -142,4 +124,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (isMain(import.meta.url)) await withBenchScheduler(main);
+if (isMain(import.meta.url)) await main();

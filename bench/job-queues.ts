@@ -1,14 +1,14 @@
-// What a job fetch costs as finished chats leave their queues behind, and after the sweep removes
-// them (src/store/job-queues.ts, migration 2026-12-07-001). graphile-worker's fetch locks every
-// queue not running a job, one WAL record each: the bench leaves N chats' queues empty (as N
-// finished turns do), runs JOBS trivial turn jobs through a real graphile-worker runner, one at a
-// time, and prints the time and the WAL per job; then removes the empty queues and runs them again.
+// What a job fetch costs as finished chats leave their queues behind. Each chat's turns run in a named
+// graphile-worker queue, `chat:<id>`, and graphile-worker 0.16 keeps a queue once it is empty; its job
+// fetch locks every queue not running a job (one WAL record each). The bench leaves N chats' queues
+// empty, through the public API (add_jobs, then completeJobs, as N finished turns do), runs JOBS trivial
+// turn jobs through a real runner, one at a time, and prints the time and the WAL per job.
 import pino from 'pino';
-import { Logger, run } from 'graphile-worker';
+import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import { sql } from 'kysely';
 import { migrateDatabase } from '../src/app.js';
+import { RUN_TURN_TASK } from '../src/jobs/task-names.js';
 import { createDb, type DbHandle } from '../src/store/db.js';
-import { removeEmptyChatQueues } from '../src/store/job-queues.js';
 import { addTurnJob } from '../src/store/triggers.js';
 import { envNumber, fmt, isMain, report } from './stats.js';
 import { startPostgres } from './postgres.js';
@@ -18,6 +18,23 @@ const SIZES = (process.env.BENCH_JOB_QUEUES_SIZES ?? '0,10000,50000').split(',')
 
 async function walLsn(handle: DbHandle): Promise<string> {
   return (await sql<{ lsn: string }>`select pg_current_wal_insert_lsn()::text as lsn`.execute(handle.db)).rows[0]!.lsn;
+}
+
+/** N chat queues left empty: a job added to each, then completed. */
+async function leaveEmptyQueues(handle: DbHandle, count: number): Promise<void> {
+  const utils = await makeWorkerUtils({ pgPool: handle.pool, logger: new Logger(() => () => undefined) });
+  try {
+    for (let from = 0; from < count; from += 5000) {
+      const size = Math.min(5000, count - from);
+      const { rows } = await sql<{ id: string }>`
+        select id::text from graphile_worker.add_jobs(array(
+          select row(${RUN_TURN_TASK}::text, '{}'::json, 'chat:finished-' || g, null, 1, null, null, null)::graphile_worker.job_spec
+          from generate_series(${from + 1}::int, ${from + size}::int) g))`.execute(handle.db);
+      await utils.completeJobs(rows.map((r) => r.id));
+    }
+  } finally {
+    await utils.release();
+  }
 }
 
 /** Runs JOBS turn jobs, each in a chat queue of its own, through a real runner; ms and WAL bytes per job. */
@@ -35,7 +52,7 @@ async function runJobs(handle: DbHandle, tag: string): Promise<{ ms: number; wal
     pollInterval: 1000,
     logger: new Logger(() => () => undefined),
     taskList: {
-      run_turn: async () => {
+      [RUN_TURN_TASK]: async () => {
         done += 1;
         if (done === JOBS) finished();
       },
@@ -50,23 +67,15 @@ async function runJobs(handle: DbHandle, tag: string): Promise<{ ms: number; wal
 }
 
 export async function main(): Promise<void> {
-  console.log(`job-queues: ${JOBS} turn jobs one at a time through graphile-worker, with N finished chats' queues left empty, then after the sweep`);
+  console.log(`job-queues: ${JOBS} turn jobs one at a time through graphile-worker, with N finished chats' queues left empty`);
   const postgres = await startPostgres();
   try {
     for (const size of SIZES) {
       const handle = createDb(await postgres.createDatabase('queues'), { max: 4 });
       await migrateDatabase(handle, pino({ level: 'warn' }));
-      await sql`insert into graphile_worker._private_job_queues (queue_name) select 'chat:finished-' || g from generate_series(1, ${size}::int) g`.execute(handle.db);
-      const left = await runJobs(handle, 'a');
-      const start = performance.now();
-      const removed = await removeEmptyChatQueues(handle.db, { rounds: Number.POSITIVE_INFINITY });
-      const sweepMs = performance.now() - start;
-      const swept = await runJobs(handle, 'b');
-      report(
-        `${size} empty chat queues`,
-        `left: ${fmt(left.ms, 2)} ms and ${fmt(left.walBytes / 1024, 1)} KB of WAL per job; ` +
-          `swept (${removed} removed in ${fmt(sweepMs / 1000, 2)} s): ${fmt(swept.ms, 2)} ms and ${fmt(swept.walBytes / 1024, 1)} KB per job`,
-      );
+      await leaveEmptyQueues(handle, size);
+      const cost = await runJobs(handle, 'a');
+      report(`${size} empty chat queues`, `${fmt(cost.ms, 2)} ms and ${fmt(cost.walBytes / 1024, 1)} KB of WAL per job`);
       await handle.close();
     }
   } finally {

@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { startScriptedAnthropic, text } from '../test/kit/fakes/anthropic/index.js';
 import { startFakeSlack } from '../test/kit/fakes/slack/index.js';
-import { idleCpuGroupBeside, removeIdleCpuGroup } from '../src/priority.js';
 import { ROOT, TEAM } from './bot.js';
 
 export interface RemoteFakes {
@@ -38,7 +37,6 @@ export async function startRemoteFakes(): Promise<RemoteFakes> {
     cwd: ROOT,
     env: { ...process.env, NODE_OPTIONS: '' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // Its own session, so its lower priority applies to its scheduler autogroup, not the load generator's.
     detached: true,
   });
   if (child.pid !== undefined) os.setPriority(child.pid, Math.min(19, os.getPriority() + FAKES_NICENESS));
@@ -55,7 +53,6 @@ export async function startRemoteFakes(): Promise<RemoteFakes> {
         child.kill('SIGTERM');
         await done;
       }
-      await removeIdleCpuGroup(idleCpuGroupBeside());
     },
   };
 }

@@ -1,6 +1,7 @@
 // Slack event ack latency at a fixed rate: the bot (as npm start runs it: web and worker processes,
-// turns running) against a bare Bolt app and against the floor of our guarantee (bare Bolt + one
-// durable INSERT before the ack), measured in the same run; and every event -> exactly one turn.
+// turns running), its p99 against the target (well inside Slack's 3 s), beside a bare Bolt app and the
+// floor of our guarantee (bare Bolt + one durable INSERT before the ack) measured in the same run; and
+// every acknowledged event -> exactly one turn.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,12 +11,9 @@ import pg from 'pg';
 import { appMention } from '../test/kit/fakes/slack/index.js';
 import { startRemoteFakes } from './remote-fakes.js';
 import { generateWebhookSecret } from '@verdict/contract/webhooks';
-import { createDb } from '../src/store/db.js';
-import { createWorkerWaker } from '../src/store/wake-workers.js';
-import { createLogger } from '../src/logger.js';
 import { botEnv, type BotProcess, spawnBot, spawnMain, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, openLoop, post } from './load.js';
-import { describeScheduler, withBenchScheduler } from './sched.js';
+import { describeScheduler } from './sched.js';
 import { envNumber, fmt, isMain, median, quantile, report } from './stats.js';
 import { printStatements, sampleWaits, startPostgres } from './postgres.js';
 import { slackHeaders } from '../test/kit/signing.js';
@@ -25,6 +23,8 @@ const RATE = envNumber('BENCH_ACK_RATE', 200);
 const DURATION_S = envNumber('BENCH_ACK_SECONDS', 30);
 const RUNS = envNumber('BENCH_ACK_RUNS', 3);
 const WARMUP = 200;
+/** The bot's ack p99 must stay under this: six times inside Slack's 3 s. */
+const TARGET_P99_MS = 500;
 
 function envelope(i: number, prefix: string): string {
   const event = appMention({ user: `UU${i % 20}`, text: '<@UBOT> hello', channel: channelFor(i), team: TEAM });
@@ -159,7 +159,7 @@ async function counts(client: pg.Client) {
              (select count(*) from triggers where kind = 'mention' and status = 'done') as done,
              (select count(*) from turns) as turns,
              (select count(distinct trigger_id) from turns) as distinct_turns,
-             (select count(*) from graphile_worker._private_jobs where task_id = (select id from graphile_worker._private_tasks where identifier = 'run_turn')) as jobs`)
+             (select count(*) from graphile_worker.jobs where task_identifier = 'run_turn') as jobs`)
   ).rows[0]!;
 }
 
@@ -174,6 +174,7 @@ export async function main(): Promise<void> {
   const postgres = await startPostgres();
   const fakes = await startRemoteFakes();
   console.log(`  the fakes of Slack and the model run ${fakes.where}`);
+  const botP99: number[] = [];
   const vsBare: number[] = [];
   const vsFloor: number[] = [];
   const rows: string[] = [];
@@ -202,39 +203,12 @@ export async function main(): Promise<void> {
       // Diagnostic: BENCH_SAMPLE_WAITS=1 samples what each role's Postgres backends wait on during the load.
       const waits = await sampleWaits(databaseUrl);
       watch = await watchBackground(postgres.server.url, 'bot');
-      // Diagnostic: BENCH_ACK_FLOOR_WITH_TURNS=1 measures the floor again right after the bot's load,
-      // while the worker goes on with the turns that load started: the floor with the turns running (the
-      // drain time printed for the run then includes this second floor load).
-      const floorWithTurns =
-        process.env.BENCH_ACK_FLOOR_WITH_TURNS === '1' && !ackOnly
-          ? await spawnBot({ ...env, BENCH_FLOOR_DATABASE_URL: await postgres.createDatabase('floor') }, { script: 'bench/bare-bolt-server.ts' })
-          : undefined;
       const client = new pg.Client(databaseUrl);
       await client.connect();
-      const turnsDone = async () => Number((await counts(client)).done);
-      const doneAtLoad = floorWithTurns ? await turnsDone() : 0;
       const m = await load(bot, env.SLACK_SIGNING_SECRET!);
       await watch.stop();
       await waits.stop();
-      if (floorWithTurns) {
-        const doneBefore = await turnsDone();
-        console.log(`    the bot's turns finished during its own load (warm-up included): ${doneBefore - doneAtLoad}`);
-        // The web role's wake-ups say how many events it acknowledged, and the worker yields to that
-        // rate (src/jobs/ingest-yield.ts): sent here by the web role's own waker at the same rate, the
-        // worker runs its turns as it did during the bot's load, one at a time, not at full concurrency.
-        const notifier = createDb(databaseUrl, { max: 1 });
-        const waker = createWorkerWaker(notifier.db, createLogger({ level: 'warn' }));
-        const ingestRate = setInterval(() => waker.wake(RATE / 10), 100);
-        const d = await load(floorWithTurns, env.SLACK_SIGNING_SECRET!);
-        clearInterval(ingestRate);
-        await notifier.close();
-        const doneDuring = (await turnsDone()) - doneBefore;
-        await floorWithTurns.stop();
-        console.log(
-          `    the floor with the bot's turns running: p50 ${fmt(d.p50, 2)} p99 ${fmt(d.p99, 2)} max ${fmt(d.max)} ms (lag ${fmt(d.maxLagMs)}, loop p99 ${fmt(d.loopDelayP99, 1)}), ` +
-            `${doneDuring} turns finished meanwhile; p99 bot/this floor ${fmt(m.p99 / d.p99, 2)}x`,
-        );
-      }
+      botP99.push(m.p99);
       vsBare.push(m.p99 / b.p99);
       vsFloor.push(m.p99 / f.p99);
       // Every acknowledged event must become exactly one trigger and (with the worker) one finished turn.
@@ -275,9 +249,11 @@ export async function main(): Promise<void> {
     await fakes.stop();
     await postgres.stop();
   }
-  report('p99 ratio bot/floor (median of runs)', `${ratio(vsFloor)} (target <= 1.5x: ${median(vsFloor) <= 1.5 ? 'met' : 'MISSED'})`);
-  report('p99 ratio bot/bare Bolt (median of runs)', `${ratio(vsBare)} (target <= 3x: ${median(vsBare) <= 3 ? 'met' : 'MISSED'})`);
+  const worst = Math.max(...botP99);
+  report('bot ack p99 (worst run)', `${fmt(worst, 1)} ms [${botP99.map((v) => fmt(v, 1)).join(', ')}] (target < ${TARGET_P99_MS} ms: ${worst < TARGET_P99_MS ? 'met' : 'MISSED'})`);
+  report('p99 ratio bot/floor (median of runs, for reading)', ratio(vsFloor));
+  report('p99 ratio bot/bare Bolt (median of runs, for reading)', ratio(vsBare));
   report('events lost or duplicated (all runs)', `${lostTotal} (target 0: ${lostTotal === 0 ? 'met' : 'MISSED'})`);
 }
 
-if (isMain(import.meta.url)) await withBenchScheduler(main);
+if (isMain(import.meta.url)) await main();

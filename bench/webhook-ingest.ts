@@ -110,7 +110,7 @@ export async function main(): Promise<void> {
                  (select count(*) from triggers where kind = 'platform_event') as triggers,
                  (select count(*) from turns) as turns,
                  (select count(distinct trigger_id) from turns) as distinct_turns,
-                 (select count(*) from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id where k.identifier = 'run_turn') as jobs`)
+                 (select count(*) from graphile_worker.jobs where task_identifier = 'run_turn') as jobs`)
       ).rows[0]!;
       await client.end();
       await bot.stop();

@@ -31,8 +31,7 @@ function readingScript(): Script {
 /** Home tab publishes still queued (after a turn, a refresh waits up to 2 s to coalesce). */
 async function pendingHomePublishes(h: Harness): Promise<number | undefined> {
   const row = await sql<{ n: string }>`
-    select count(*) as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = 'publish_home'`.execute(h.db.db);
+    select count(*) as n from graphile_worker.jobs where task_identifier = 'publish_home'`.execute(h.db.db);
   const n = Number(row.rows[0]!.n);
   return n === 0 ? n : undefined;
 }

@@ -355,7 +355,7 @@ export async function replicas(o: { loops: number; newDatabase: NewDatabase }): 
     for (let i = 0; i < o.loops; i += 1) threads.push((await (i % 2 === 0 ? a : b).mention({ user: OWNER, text: SEED_MESSAGE, channel: `C0RP${i}` })).ts);
     const locked = await waitUntil(
       async () => {
-        const rows = await sql<{ locked_by: string }>`select locked_by from graphile_worker._private_jobs where task_id = (select id from graphile_worker._private_tasks where identifier = 'run_turn') and locked_by is not null`.execute(a.db.db);
+        const rows = await sql<{ locked_by: string }>`select locked_by from graphile_worker.jobs where task_identifier = 'run_turn' and locked_by is not null`.execute(a.db.db);
         return rows.rows.some((r) => aWorkers.includes(r.locked_by)) ? true : undefined;
       },
       60_000,

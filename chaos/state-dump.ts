@@ -13,11 +13,9 @@ export async function stateDump(db: Db): Promise<string> {
     }
   };
   const parts = await Promise.all([
-    q('jobs', sql`select j.id, t.identifier as task, q.queue_name, j.locked_by, j.attempts, j.max_attempts,
-        round(extract(epoch from (j.run_at - now()))::numeric, 1) as run_in_s, left(j.last_error, 120) as last_error, j.key
-      from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-      left join graphile_worker._private_job_queues q on q.id = j.job_queue_id order by j.id`),
-    q('queues', sql`select queue_name, locked_by, locked_at from graphile_worker._private_job_queues where locked_by is not null`),
+    q('jobs', sql`select id, task_identifier as task, queue_name, locked_by, attempts, max_attempts,
+        round(extract(epoch from (run_at - now()))::numeric, 1) as run_in_s, left(last_error, 120) as last_error, key
+      from graphile_worker.jobs order by id`),
     q('heartbeats', sql`select worker_id, process_id, round(extract(epoch from (now() - last_seen))::numeric, 1) as age_s from worker_heartbeats`),
     q('triggers', sql`select id, kind, status, left(error, 80) as error from triggers order by id`),
     q('posts', sql`select id, post_key, status, attempts, slack_ts is not null as delivered from posts order by id`),

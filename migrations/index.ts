@@ -14,7 +14,8 @@ import * as turnOwners from './2026-12-05-007-turn-owners.js';
 import * as ingestSlackFunction from './2026-12-06-001-ingest-slack-function.js';
 import * as chatQueueGc from './2026-12-07-001-chat-queue-gc.js';
 import * as planQueueGc from './2026-12-07-002-plan-queue-gc.js';
-import * as slackInstallations from './2026-12-07-003-slack-installations.js';
+import * as publicJobApi from './2026-12-07-003-public-job-api.js';
+import * as slackInstallations from './2026-12-07-004-slack-installations.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '2026-12-06-001-ingest-slack-function': ingestSlackFunction,
   '2026-12-07-001-chat-queue-gc': chatQueueGc,
   '2026-12-07-002-plan-queue-gc': planQueueGc,
-  '2026-12-07-003-slack-installations': slackInstallations,
+  '2026-12-07-003-public-job-api': publicJobApi,
+  '2026-12-07-004-slack-installations': slackInstallations,
 };

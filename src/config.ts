@@ -45,10 +45,6 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 export const ROLES = ['all', 'web', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** How the worker role of `npm start` runs below the web role (src/priority.ts). */
-export const WORKER_PRIORITIES = ['idle', 'nice'] as const;
-export type WorkerPriority = (typeof WORKER_PRIORITIES)[number];
-
 /**
  * Set by the parent of `npm start` on its worker child only (not a user setting): that worker hosts
  * the sandbox platform, on this port, sending its webhooks to this URL.
@@ -156,12 +152,6 @@ const EnvSchema = z
     RECONCILE_CRON: cronSchedule('* * * * *'),
     RECONCILE_OVERDUE_SECONDS: positiveNumber(120),
     WORKER_STALE_SECONDS: positiveNumber(30),
-    // A refinement, not z.enum, for the same reason as LOG_LEVEL below.
-    WORKER_PRIORITY: optionalString
-      .transform((v) => v ?? 'idle')
-      .refine((v) => (WORKER_PRIORITIES as readonly string[]).includes(v), {
-        message: 'must be idle (the worker role in an idle CPU cgroup where this machine allows it, else at nice +10) or nice (at nice +10 only)',
-      }),
     // A refinement, not z.enum, for the same reason as LOG_LEVEL below.
     ROLE: optionalString
       .transform((v) => v ?? 'all')
@@ -293,8 +283,6 @@ export interface Config {
   };
   reconcile: { cron: string; overdueSeconds: number };
   workerStaleSeconds: number;
-  /** How the worker child of `npm start` yields the CPU to the web role. */
-  workerPriority: WorkerPriority;
   /** `all` = both roles (as separate processes under `npm start`, or in one process with startBot). */
   role: Role;
   /** Set only on the worker child of `npm start` that hosts the sandbox platform. */
@@ -357,7 +345,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     reconcile: { cron: e.RECONCILE_CRON, overdueSeconds: e.RECONCILE_OVERDUE_SECONDS },
     workerStaleSeconds: e.WORKER_STALE_SECONDS,
-    workerPriority: e.WORKER_PRIORITY as WorkerPriority,
     role: e.ROLE as Role,
     sandboxHost: e[SANDBOX_HOST_ENV],
     engines: engineConfig(e),

@@ -1,11 +1,9 @@
 // Entry point: load .env and the configuration, then run ROLE: `all` (default, `npm start`) is the
 // parent of a web and a worker process; `web` or `worker` runs that role alone, or as the parent's child.
 import { existsSync } from 'node:fs';
-import os from 'node:os';
 import type { Logger } from 'pino';
 import { createRootLogger, startRole } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { lowerProcessPriority } from './priority.js';
 import { PARENT_PID_ENV, startSupervisor, type RoleMessage } from './roles/supervisor.js';
 import { describeError } from '@verdict/runtime/startup-error';
 
@@ -24,14 +22,14 @@ function tellParent(message: RoleMessage): Promise<void> {
   });
 }
 
-async function run(config: Config, cpu: string | undefined): Promise<Running> {
+async function run(config: Config): Promise<Running> {
   if (config.role === 'all') {
     const logger = createRootLogger(config);
     const supervisor = await startSupervisor(config, { entry: process.argv[1]!, env: process.env, logger });
     return { logger, stop: supervisor.stop };
   }
   const role = await startRole(config, config.role, { supervised });
-  role.logger.info({ url: role.url, platform: role.platform, ...(cpu ? { cpu } : {}) }, `${config.role} role ready`);
+  role.logger.info({ url: role.url, platform: role.platform }, `${config.role} role ready`);
   if (supervised) await tellParent({ type: 'ready', ...(role.url ? { url: role.url, mode: config.slack.socketMode ? 'socket' : 'http' } : {}), ...(role.platform ? { platform: role.platform } : {}) });
   return role;
 }
@@ -55,9 +53,6 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  // The parent lowered this worker's priority, which reached its main thread only: the other
-  // threads, the worker's session (its scheduler autogroup) and, by default, an idle CPU cgroup follow.
-  const cpu = supervised && config.role === 'worker' ? lowerProcessPriority(os.getPriority(), { idleGroup: config.workerPriority === 'idle' }) : undefined;
   // The bot stops in order (the parent: web role, worker role, then the embedded Postgres, which runs
   // in its own session so the terminal's Ctrl-C does not reach it); a signal during start-up waits
   // for the start to finish or fail, then stops. A role under the parent stops quietly: the parent
@@ -90,7 +85,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    running = await run(config, cpu);
+    running = await run(config);
   } catch (error) {
     if (!supervised) throw error;
     await tellParent({ type: 'failed', message: describeError(error), exitCode: 1 });

@@ -27,8 +27,6 @@ describe('loadConfig', () => {
     expect(config.platform.apiUrl).toBeUndefined();
     expect(config.agent.model).toBe('claude-sonnet-4-5');
     expect(config.spending.adminUserIds).toEqual([]);
-    expect(config.workerPriority).toBe('idle');
-    expect(loadConfig({ ...base, WORKER_PRIORITY: 'nice' }).workerPriority).toBe('nice');
   });
 
   it('switches to Socket Mode when an app-level token is set, without a signing secret', () => {
@@ -56,7 +54,6 @@ describe('loadConfig', () => {
     [{ ...base, BENCHMARKS_DIR: '/no/such/benchmarks/folder' }, 'BENCHMARKS_DIR'],
     [{ ...base, SLACK_PACE_SCALE: '0' }, 'SLACK_PACE_SCALE'],
     [{ ...base, SLACK_PACE_SCALE: 'fast' }, 'SLACK_PACE_SCALE'],
-    [{ ...base, WORKER_PRIORITY: 'realtime' }, 'WORKER_PRIORITY'],
   ])('names the variable in one line: %#', (env, variable) => {
     const error = errorOf(env as Record<string, string>);
     expect(error).toBeInstanceOf(ConfigError);

@@ -9,7 +9,7 @@ import type { Platform } from '@verdict/contract/platform';
 import { recordActivity } from '../store/activity.js';
 import { sessionFacts } from '../store/agent-sessions.js';
 import { getChatOfTrigger } from '../store/chats.js';
-import { relaxedCommit, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
@@ -240,10 +240,7 @@ export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): 
 
 /**
  * Ends the turn in one transaction (its post in the outbox, its status, its Activity entry, the
- * trigger done or failed), then delivers the post and runs the after-turn hook. The transaction
- * commits relaxed (src/store/db.ts): the post's first attempt, recorded durably before Slack is
- * called, carries it to the disk; lost in a database crash before that, the turn concludes again
- * from its stored messages, as after a worker killed here.
+ * trigger done or failed), then delivers the post and runs the after-turn hook.
  */
 async function concludeTurn(
   deps: TurnDeps,
@@ -251,7 +248,7 @@ async function concludeTurn(
   end: { postKey: string; reply: Reply; summary: string; error: string | null },
 ): Promise<void> {
   const { chat, trigger, turn } = ctx;
-  await relaxedCommit(deps.db, async (trx) => {
+  await deps.db.transaction().execute(async (trx) => {
     const post = await createPost(trx, {
       teamId: chat.team_id,
       chatId: chat.id,

@@ -6,7 +6,6 @@ import { verifyWebhook, WebhookVerificationError } from '@verdict/contract/webho
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { ingestPlatformEvents, type PlatformEventInput, type PlatformEventResult } from '../store/resource-events.js';
-import { createWorkerWaker } from '../store/wake-workers.js';
 import { readBody, sendJson } from './server.js';
 
 const MAX_WEBHOOK_BYTES = 64 * 1024;
@@ -20,16 +19,10 @@ const INGEST_BATCH = 64;
 const INGEST_SLOTS = 2;
 
 export function createWebhookRoute(options: { db: Db; logger: Logger; secret: string; eventRetryAttempts: number }) {
-  // The turn jobs are enqueued without a NOTIFY in the acknowledged commit; the workers are woken after it.
-  const waker = createWorkerWaker(options.db, options.logger);
   const ingest = createGroupCommit<PlatformEventInput, PlatformEventResult>({
     maxBatch: INGEST_BATCH,
     maxInFlight: INGEST_SLOTS,
-    flush: async (events) => {
-      const results = await ingestPlatformEvents(options.db, events, { maxAttempts: options.eventRetryAttempts, quiet: true });
-      waker.wake(results.filter((r) => r.outcome === 'enqueued').length);
-      return results;
-    },
+    flush: (events) => ingestPlatformEvents(options.db, events, { maxAttempts: options.eventRetryAttempts }),
   });
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req, MAX_WEBHOOK_BYTES);

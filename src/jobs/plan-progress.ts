@@ -5,7 +5,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { PlanSyncResult } from '../slack/plan-message.js';
 import type { Db } from '../store/db.js';
-import { enqueueScopedJob } from '../store/job-queues.js';
+import { addJob } from '../store/jobs.js';
 import { PLAN_PROGRESS_TASK } from './task-names.js';
 
 interface PlanProgressPayload {
@@ -21,15 +21,11 @@ export interface PlanProgressScheduler {
   kick(teamId: string, chatId: string): Promise<void>;
 }
 
-/**
- * Jobs are added in SQL (src/store/job-queues.ts) rather than by graphile-worker's addJob: the
- * sweep removes the chat's queue once it is empty, and an enqueue must hold its lock.
- */
 export function createPlanProgressScheduler(db: Db): PlanProgressScheduler {
   return {
     kick: async (teamId, chatId) => {
       const payload = { teamId, chatId };
-      await enqueueScopedJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: queueOf(payload), maxAttempts: 5 });
+      await addJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: queueOf(payload), maxAttempts: 5 });
     },
   };
 }
@@ -44,7 +40,7 @@ export function createPlanProgressTasks(deps: {
     const result = await deps.sync(payload.teamId, payload.chatId);
     if (result.againInMs === undefined) return;
     // One pending poll per chat: a later reschedule replaces it (a running one keeps going and loses its key).
-    await enqueueScopedJob(deps.db, {
+    await addJob(deps.db, {
       identifier: PLAN_PROGRESS_TASK,
       payload,
       queueName: queueOf(payload),

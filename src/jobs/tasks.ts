@@ -3,9 +3,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { RetryLater, runTurn, type TurnDeps } from '../agent/turn.js';
 import type { ButtonFeedback } from '../store/button-choices.js';
-import type { IngestYield } from './ingest-yield.js';
 import { reconcileOverdue } from './reconcile.js';
-import { removeEmptyChatQueues } from '../store/job-queues.js';
 import { WorkspaceUnavailable } from '../slack/workspace-clients.js';
 import { BUTTON_FEEDBACK_TASK, PUBLISH_HOME_TASK, RECONCILE_TASK, RUN_TURN_TASK } from './task-names.js';
 
@@ -17,13 +15,6 @@ export interface TaskDeps {
   publishHome(teamId: string, userId: string, options: { scope?: string; page?: number; csv?: boolean }): Promise<void>;
   /** Updates a message after a choice, or answers one person's click (the Slack poster). */
   buttonFeedback(feedback: ButtonFeedback): Promise<void>;
-  /** Runs a turn or a Home refresh when it gets a place (the worker yields to an ingest burst: src/jobs/ingest-yield.ts). */
-  gate?: Pick<IngestYield, 'run'>;
-}
-
-function admitted(task: Task, gate: Pick<IngestYield, 'run'> | undefined): Task {
-  if (!gate) return task;
-  return (payload, helpers) => gate.run(async () => task(payload, helpers));
 }
 
 /**
@@ -57,9 +48,6 @@ export function createTaskList(deps: TaskDeps): TaskList {
       overdueSeconds: deps.overdueSeconds,
       eventRetryAttempts: deps.eventRetryAttempts,
     });
-    // Per-chat queues left empty by finished turns and plans: every job fetch locks each one (migration 2026-12-07-001).
-    const removed = await removeEmptyChatQueues(deps.turn.db);
-    if (removed > 0) deps.logger.debug({ removed }, 'removed empty per-chat job queues');
   };
   const publishHomeTask: Task = async (payload) => {
     const { teamId, userId, scope, page, csv } = payload as {
@@ -81,9 +69,9 @@ export function createTaskList(deps: TaskDeps): TaskList {
     await unlessUninstalled(deps.logger, { task: BUTTON_FEEDBACK_TASK }, () => deps.buttonFeedback(payload as ButtonFeedback));
   };
   return {
-    [RUN_TURN_TASK]: admitted(runTurnTask, deps.gate),
+    [RUN_TURN_TASK]: runTurnTask,
     [RECONCILE_TASK]: reconcileTask,
-    [PUBLISH_HOME_TASK]: admitted(publishHomeTask, deps.gate),
+    [PUBLISH_HOME_TASK]: publishHomeTask,
     [BUTTON_FEEDBACK_TASK]: buttonFeedbackTask,
   };
 }

@@ -61,8 +61,6 @@ export async function startWorker(options: {
   /** A process whose heartbeat is older than this is considered dead and its jobs are unlocked. */
   staleSeconds: number;
   pollIntervalMs?: number;
-  /** Told of the events the web role acknowledged, as its wake-ups report them. */
-  onIngest?: (count: number) => void;
 }): Promise<WorkerHandle> {
   const { db, logger } = options;
   const processId = randomUUID();
@@ -74,18 +72,6 @@ export async function startWorker(options: {
   events.on('worker:stop', ({ worker }) => {
     ids.delete(worker.workerId);
   });
-  const { onIngest } = options;
-  if (onIngest) {
-    events.on('pool:listen:notification', ({ message }) => {
-      if (message.channel !== 'jobs:insert' || !message.payload) return;
-      try {
-        const { ingest, count } = JSON.parse(message.payload) as { ingest?: unknown; count?: unknown };
-        if (ingest === true && typeof count === 'number') onIngest(count);
-      } catch {
-        // Not ours (graphile-worker's own wake-ups carry no `ingest`).
-      }
-    });
-  }
   const glog = graphileLogger(logger);
   const utils = await makeWorkerUtils({ pgPool: options.pool, logger: glog });
 

@@ -1,13 +1,11 @@
 // The parent of `npm start`: one PostgreSQL for both roles, the web and worker roles as child processes
 // (the worker at a lower scheduling priority), a role that dies restarted with backoff, and an ordered stop.
-import { fork, type ChildProcess } from 'node:child_process';
-import os from 'node:os';
+import { fork, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { Logger } from 'pino';
 import { migrateDatabase } from '../app.js';
 import { SANDBOX_HOST_ENV, type Config } from '../config.js';
 import { WEBHOOK_PATH } from '../http/server.js';
 import { generateWebhookSecret } from '@verdict/contract/webhooks';
-import { idleCpuGroupBeside, removeIdleCpuGroup } from '../priority.js';
 import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb } from '../store/db.js';
 import { freePort, embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
@@ -21,7 +19,11 @@ export type RoleMessage =
 /** Set by the parent on its role processes (its own pid), so a role knows it is supervised. Not a user setting. */
 export const PARENT_PID_ENV = 'VERDICT_PARENT_PID';
 
-/** How much lower the worker runs than the parent (nice levels, capped at 19). */
+/**
+ * How much lower the worker runs than the parent (nice levels, capped at 19): it is started through
+ * `nice -n`, so its threads and what it starts (the sandbox's llama.cpp engine, the trainer) inherit
+ * it. An ordinary nice value, no privilege needed; the web role keeps the parent's priority.
+ */
 export const WORKER_NICENESS = 10;
 /** First and longest wait before restarting a role that died; the wait doubles while it keeps dying. */
 export const RESTART_BACKOFF_MS = { first: 1000, max: 30_000 } as const;
@@ -58,14 +60,12 @@ function spawnRole(
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
 ): { child: ChildProcess; ready: Promise<RoleMessage & { type: 'ready' }> } {
   // Its own process group: a terminal's Ctrl-C reaches only the parent, which stops the roles in order.
-  const child = fork(entry, [], { env, execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], detached: true });
-  if (role === 'worker' && child.pid !== undefined) {
-    try {
-      os.setPriority(child.pid, Math.min(19, os.getPriority() + WORKER_NICENESS));
-    } catch (error) {
-      logger.warn({ err: error }, 'could not lower the worker role\'s scheduling priority; it runs at the same priority as the web role');
-    }
-  }
+  const options = { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions, detached: true };
+  // `nice` execs node in place (same pid, same IPC channel), so every thread node starts is at the lower priority.
+  const child =
+    role === 'worker'
+      ? spawn('nice', ['-n', String(WORKER_NICENESS), process.execPath, ...process.execArgv, entry], options)
+      : fork(entry, [], { ...options, execArgv: process.execArgv });
   const ready = new Promise<RoleMessage & { type: 'ready' }>((resolve, reject) => {
     child.on('message', (raw) => {
       const message = raw as RoleMessage;
@@ -110,8 +110,6 @@ export async function startSupervisor(config: Config, options: { entry: string; 
       await stopChild(entry?.child, STOP_TIMEOUT_MS[role]);
     }
     await embedded?.stop();
-    // The worker's idle CPU group (src/priority.ts), empty once the worker and its backends are gone.
-    if (config.workerPriority === 'idle') await removeIdleCpuGroup(idleCpuGroupBeside());
   };
   try {
     if (config.port !== 0) await assertPortFree(config.port, '0.0.0.0');

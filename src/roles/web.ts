@@ -12,7 +12,6 @@ import type { ListenerDeps } from '../slack/listeners/index.js';
 import type { Db } from '../store/db.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { enqueueSlackTriggers, type SlackTriggerInput, type EnqueueResult } from '../store/triggers.js';
-import { createWorkerWaker } from '../store/wake-workers.js';
 import { WEBHOOK_PATH } from '../http/server.js';
 
 export interface WebRole {
@@ -35,9 +34,7 @@ export interface WebRoleOptions {
 /**
  * Slack events that arrive while earlier ones are being written share the next statement (group
  * commit), as webhooks do: under a burst one commit answers many acks, and none is answered before
- * its trigger is durable. At most `SLACK_INGEST_SLOTS` connections write at once: one. The write
- * takes under a millisecond (ingest_slack_triggers), and in six paired runs at 200/s with turns
- * running the ack's p99 was lower with one slot than with two in five (docs/performance.md, issue 18).
+ * its trigger is durable. At most `SLACK_INGEST_SLOTS` connections write at once.
  */
 const SLACK_INGEST_BATCH = 64;
 const SLACK_INGEST_SLOTS = 1;
@@ -84,16 +81,12 @@ export async function startWebRole(options: WebRoleOptions): Promise<WebRole> {
     });
     cleanups.push(() => http.close());
 
-    // The turn jobs are enqueued without a NOTIFY in the acknowledged commit; the workers are woken after it.
-    const waker = createWorkerWaker(db, logger);
     const slackIngest = createGroupCommit<SlackTriggerInput, EnqueueResult | undefined>({
       maxBatch: SLACK_INGEST_BATCH,
       maxInFlight: SLACK_INGEST_SLOTS,
-      flush: async (items) => {
+      flush: (items) => {
         logger.debug({ events: items.length }, 'slack ingest: one statement');
-        const results = await enqueueSlackTriggers(db, items);
-        waker.wake(results.filter((r) => r?.created).length);
-        return results;
+        return enqueueSlackTriggers(db, items);
       },
     });
     slack = await createSlackApp(config, {

@@ -8,7 +8,6 @@ import { toolDefinitions } from '../agent/tools/tool.js';
 import type { TurnDeps } from '../agent/turn.js';
 import type { Config } from '../config.js';
 import type { HomeScheduler } from '../jobs/home-refresh.js';
-import { createIngestYield } from '../jobs/ingest-yield.js';
 import { createPlanProgressScheduler, createPlanProgressTasks } from '../jobs/plan-progress.js';
 import { scheduleReconcileSweep } from '../jobs/reconcile.js';
 import { RECONCILE_TASK } from '../jobs/task-names.js';
@@ -19,7 +18,6 @@ import { inferenceFromConfig } from '@verdict/platform/engines/engine-setup';
 import { trainingFromConfig } from '@verdict/platform/engines/training-setup';
 import { createHttpPlatform } from '@verdict/contract/http-client';
 import type { Platform } from '@verdict/contract/platform';
-import { followProcessPriority } from '../priority.js';
 import { startSandbox, type SandboxFaults, type SandboxHandle } from '@verdict/platform/sandbox/sandbox';
 import { createHomePublisher } from '../slack/home.js';
 import { AgentSessions } from '../slack/agent-session.js';
@@ -89,7 +87,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ...(config.engines.benchmarksDir ? { benchmarksDir: config.engines.benchmarksDir } : {}),
         ...(inference ? { inference } : {}),
         ...(training ? { training } : {}),
-        onDatabaseBackend: followProcessPriority,
       });
       const started = sandbox;
       cleanups.push(() => started.stop());
@@ -123,15 +120,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     cleanups.push(async () => sessions.close());
     const tools = createTools();
     const planProgress = createPlanProgressScheduler(db.db);
-    // While the web role acknowledges a burst, turns run one at a time; a turn waiting on the model
-    // gives its place up meanwhile (src/jobs/ingest-yield.ts).
-    const ingest = createIngestYield();
     const model = withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber);
     const turnDeps: TurnDeps = {
       db: db.db,
       config,
       logger,
-      model: { create: (request) => ingest.outside(() => model.create(request)) },
+      model,
       platform,
       sandbox: sandbox !== undefined && sandbox.engine === null,
       engine: sandbox?.engine ?? null,
@@ -157,7 +151,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       db: db.db,
       logger,
       concurrency: config.workerConcurrency,
-      onIngest: (count) => ingest.observe(count),
       staleSeconds: config.workerStaleSeconds,
       ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
       taskList: {
@@ -168,7 +161,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           eventRetryAttempts: config.agent.eventRetryAttempts,
           publishHome: home.publish,
           buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
-          gate: ingest,
         }),
         ...createPlanProgressTasks({
           db: db.db,
@@ -182,8 +174,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       },
     });
     cleanups.push(() => worker.stop());
-    // Stopping: jobs waiting for a burst to end run now, so the workers can finish them.
-    cleanups.push(async () => ingest.close());
 
     // Every replica schedules the sweep; the job key collapses them into one queued sweep.
     const sweep = scheduleReconcileSweep({

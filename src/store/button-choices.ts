@@ -5,6 +5,7 @@ import { BUTTON_FEEDBACK_TASK } from '../jobs/task-names.js';
 import { alreadyDoneText, type MadeChoice } from '../slack/choice-text.js';
 import type { OfferedChoice } from '../slack/offered-choices.js';
 import type { Db } from './db.js';
+import { addJobFromInserted } from './triggers.js';
 import type { Trigger } from './tables.js';
 
 /** What the button-feedback job does: update the message after a choice, or answer one person. */
@@ -137,10 +138,7 @@ export async function claimButtonClick(db: Db, click: ButtonClick, options: { ad
         on conflict on constraint triggers_dedupe do nothing
         returning id, chat_id
       ),
-      turn_job as (
-        select enqueue_turn_job(inserted.id::text, inserted.chat_id::text, ${options.maxAttempts ?? 25}::int)
-        from inserted
-      ),
+      turn_job as (${addJobFromInserted(options.maxAttempts ?? 25)}),
       update_job as (
         select graphile_worker.add_job(${BUTTON_FEEDBACK_TASK}, json_build_object('kind', 'update', 'teamId', team_id, 'postId', post_id::text),
           job_key => 'button-update:' || post_id::text, max_attempts => 10)

@@ -3,7 +3,7 @@ import type { Installation, InstallationQuery, InstallationStore } from '@slack/
 import { sql } from 'kysely';
 import { PLAN_PROGRESS_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
-import { enqueueScopedJob } from './job-queues.js';
+import { addJob } from './jobs.js';
 import type { TokenCipher } from './token-cipher.js';
 import { addTurnJob } from './triggers.js';
 
@@ -158,7 +158,7 @@ export async function resumeWorkspaces(db: Db, teamIds: readonly string[]): Prom
     .execute();
   for (const chat of plans) {
     const payload = { teamId: chat.team_id, chatId: String(chat.id) };
-    await enqueueScopedJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: `plan:${chat.team_id}:${chat.id}`, maxAttempts: 5 });
+    await addJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: `plan:${chat.team_id}:${chat.id}`, maxAttempts: 5 });
   }
   return { turns: turns.size, plans: plans.length };
 }

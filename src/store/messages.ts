@@ -1,6 +1,6 @@
 // The conversation of a chat: every Anthropic content block, in order, never re-read from Slack.
 import type { ReplyPart } from '../agent/reply.js';
-import { relaxedCommit, type Db } from './db.js';
+import type { Db } from './db.js';
 import type { StoredMessage } from './tables.js';
 
 export async function listMessages(db: Db, teamId: string, chatId: string): Promise<StoredMessage[]> {
@@ -13,12 +13,7 @@ export async function listMessages(db: Db, teamId: string, chatId: string): Prom
     .execute();
 }
 
-/**
- * Appends a message of the turn (the person's, or tool results). Committed relaxed (src/store/db.ts
- * relaxedCommit): lost in a database crash, the turn runs that step again, as after a worker killed
- * before it; a tool's effects outside the database have durable guards of their own (the spend
- * guard's stored launch key), and the model call that follows is recorded durably.
- */
+/** Appends a message of the turn (the person's, or tool results). */
 export async function appendMessage(
   db: Db,
   message: {
@@ -33,20 +28,18 @@ export async function appendMessage(
     parts?: ReplyPart[] | null;
   },
 ): Promise<StoredMessage> {
-  return relaxedCommit(db, (trx) =>
-    trx
-      .insertInto('messages')
-      .values({
-        team_id: message.teamId,
-        chat_id: message.chatId,
-        turn_id: message.turnId,
-        role: message.role,
-        content: JSON.stringify(message.content),
-        stop_reason: message.stopReason ?? null,
-        usage: message.usage ? JSON.stringify(message.usage) : null,
-        attachments: message.parts && message.parts.length > 0 ? JSON.stringify(message.parts) : null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow(),
-  );
+  return db
+    .insertInto('messages')
+    .values({
+      team_id: message.teamId,
+      chat_id: message.chatId,
+      turn_id: message.turnId,
+      role: message.role,
+      content: JSON.stringify(message.content),
+      stop_reason: message.stopReason ?? null,
+      usage: message.usage ? JSON.stringify(message.usage) : null,
+      attachments: message.parts && message.parts.length > 0 ? JSON.stringify(message.parts) : null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

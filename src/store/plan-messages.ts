@@ -1,6 +1,6 @@
 // The live plan message of a chat: its Slack ts, what it last showed, and when Slack last took it.
 import { sql } from 'kysely';
-import { relaxedCommit, relaxedCommitFrom, type Db } from './db.js';
+import type { Db } from './db.js';
 import type { PlanMessageRow } from './tables.js';
 
 export interface PlanMessageState {
@@ -49,9 +49,7 @@ export async function countPlanPostAttempt(
 
 /**
  * Records what Slack took: the message's ts (set once), the state it shows and the time of the write;
- * a reserved slot is used up. Committed relaxed (src/store/db.ts relaxedCommit): lost in a database
- * crash, the next sync writes the same plan again, or finds a posted one in the thread (its post
- * attempt was counted durably before).
+ * a reserved slot is used up.
  */
 export async function recordPlanWrite(
   db: Db,
@@ -59,14 +57,12 @@ export async function recordPlanWrite(
   chatId: string,
   write: { slackTs: string; state: unknown; textOnly: boolean },
 ): Promise<void> {
-  await relaxedCommit(db, (trx) =>
-    trx
-      .updateTable('plan_messages')
-      .set({ slack_ts: write.slackTs, state: JSON.stringify(write.state), text_only: write.textOnly, written_at: sql`clock_timestamp()`, slot_at: null })
-      .where('team_id', '=', teamId)
-      .where('chat_id', '=', chatId)
-      .execute(),
-  );
+  await db
+    .updateTable('plan_messages')
+    .set({ slack_ts: write.slackTs, state: JSON.stringify(write.state), text_only: write.textOnly, written_at: sql`clock_timestamp()`, slot_at: null })
+    .where('team_id', '=', teamId)
+    .where('chat_id', '=', chatId)
+    .execute();
 }
 
 /**
@@ -74,14 +70,13 @@ export async function recordPlanWrite(
  * `intervalMs`) for this chat, however far ahead, and records it on the chat's row: returns the wait
  * until it. The slots are handed out in order, so with many plans in one workspace each waits its
  * turn once, rather than every waiting plan asking again at every free slot. One statement: the
- * slot row's lock orders concurrent reservations, on the database's clock. Committed relaxed in the
- * same round trip, like every pacing write (src/store/db.ts relaxedCommitFrom).
+ * slot row's lock orders concurrent reservations, on the database's clock.
  */
 export async function reserveUpdateSlot(db: Db, teamId: string, chatId: string, key: string, intervalMs: number): Promise<number> {
   const { rows } = await sql<{ wait_ms: number }>`
     with slot as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
-      select ${teamId}, ${key}, clock_timestamp() from ${relaxedCommitFrom(db)}
+      values (${teamId}, ${key}, clock_timestamp())
       on conflict (team_id, channel_id) do update
         set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
       returning s.last_slot
@@ -100,7 +95,7 @@ export async function holdWrites(db: Db, teamId: string, key: string, intervalMs
   const until = sql`clock_timestamp() + make_interval(secs => ${(retryAfterMs - intervalMs) / 1000}::float8)`;
   await sql`
     insert into channel_post_slots as s (team_id, channel_id, last_slot)
-    select ${teamId}, ${key}, ${until} from ${relaxedCommitFrom(db)}
+    values (${teamId}, ${key}, ${until})
     on conflict (team_id, channel_id) do update set last_slot = greatest(s.last_slot, excluded.last_slot)`.execute(db);
 }
 
@@ -108,14 +103,13 @@ export async function holdWrites(db: Db, teamId: string, key: string, intervalMs
  * Claims the next actual write under `key`: when the last one was at least `intervalMs` ago, records
  * now and returns 0; otherwise returns the milliseconds until one may be made. Reserved slots keep
  * the writes in order; this keeps them apart when slots are used late (their jobs waited for a
- * worker), so a late one never lands on the next one's. Committed relaxed in the same round trip
- * (pacing; src/store/db.ts relaxedCommitFrom).
+ * worker), so a late one never lands on the next one's.
  */
 export async function claimWrite(db: Db, teamId: string, key: string, intervalMs: number): Promise<number> {
   const { rows } = await sql<{ wait_ms: number }>`
     with claimed as (
       insert into channel_post_slots as s (team_id, channel_id, last_slot)
-      select ${teamId}, ${key}, clock_timestamp() from ${relaxedCommitFrom(db)}
+      values (${teamId}, ${key}, clock_timestamp())
       on conflict (team_id, channel_id) do update set last_slot = clock_timestamp()
         where s.last_slot <= clock_timestamp() - make_interval(secs => ${intervalMs / 1000}::float8)
       returning 0::float8 as wait_ms

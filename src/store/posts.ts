@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Reply } from '../agent/reply.js';
 import { offeredChoices } from '../slack/offered-choices.js';
 import { storeOfferedChoices } from './button-choices.js';
-import { relaxedCommit, relaxedCommitFrom, type Db } from './db.js';
+import type { Db } from './db.js';
 import type { Post } from './tables.js';
 
 /** A post as the outbox stores it: the agent's typed reply, rendered by src/slack/poster.ts at delivery. */
@@ -90,24 +90,21 @@ export async function markPostAttempt(db: Db, teamId: string, postId: string): P
 }
 
 /**
- * Records a post as delivered. Committed relaxed (src/store/db.ts relaxedCommit): lost in a database
- * crash, the post is pending again with its attempt recorded, and the next delivery finds it in the
- * thread by its metadata instead of posting it twice.
+ * Records a post as delivered. Should this write be lost, the post is pending again with its attempt
+ * recorded, and the next delivery finds it in the thread by its metadata instead of posting it twice.
  */
 export async function markPostDelivered(db: Db, teamId: string, postId: string, slackTs: string, permalink: string | null): Promise<void> {
-  await relaxedCommit(db, (trx) =>
-    trx
-      .updateTable('posts')
-      .set({ status: 'posted', slack_ts: slackTs, permalink, posted_at: new Date(), error: null })
-      .where('team_id', '=', teamId)
-      .where('id', '=', postId)
-      .execute(),
-  );
+  await db
+    .updateTable('posts')
+    .set({ status: 'posted', slack_ts: slackTs, permalink, posted_at: new Date(), error: null })
+    .where('team_id', '=', teamId)
+    .where('id', '=', postId)
+    .execute();
 }
 
-/** A link for the Activity log; committed relaxed (a crash only loses the link). */
+/** A link for the Activity log. */
 export async function setPostPermalink(db: Db, teamId: string, postId: string, permalink: string): Promise<void> {
-  await relaxedCommit(db, (trx) => trx.updateTable('posts').set({ permalink }).where('team_id', '=', teamId).where('id', '=', postId).execute());
+  await db.updateTable('posts').set({ permalink }).where('team_id', '=', teamId).where('id', '=', postId).execute();
 }
 
 export async function markPostFailed(db: Db, teamId: string, postId: string, error: string): Promise<void> {
@@ -133,13 +130,11 @@ export async function countPosts(db: Db, teamId: string, chatId: string): Promis
  * Reserves the next post slot of a channel, at least `intervalMs` after the previous one, for every
  * process sharing this database (replicas), and returns how long to wait for it. One statement: the
  * row lock orders concurrent reservations, and the database clock is the only clock involved.
- * Committed relaxed in the same round trip (src/store/db.ts relaxedCommitFrom): a crash can only
- * lose a pacing slot.
  */
 export async function reservePostSlot(db: Db, teamId: string, channelId: string, intervalMs: number): Promise<number> {
   const { rows } = await sql<{ wait_ms: number }>`
     insert into channel_post_slots as s (team_id, channel_id, last_slot)
-    select ${teamId}, ${channelId}, clock_timestamp() from ${relaxedCommitFrom(db)}
+    values (${teamId}, ${channelId}, clock_timestamp())
     on conflict (team_id, channel_id) do update
       set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
     returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);

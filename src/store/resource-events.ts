@@ -21,7 +21,7 @@ export function resourceEventKey(kind: ResourceKind, platformId: string, outcome
  * `inserted` (id, chat_id, team_id, dedupe_key), `job` and `notified`; the caller must read `job`
  * (an unread select CTE is skipped).
  */
-function eventTriggerCtes(kind: 'platform_event' | 'reconcile', maxAttempts: number, mode: 'notify' | 'quiet' = 'notify'): RawBuilder<unknown> {
+function eventTriggerCtes(kind: 'platform_event' | 'reconcile', maxAttempts: number): RawBuilder<unknown> {
   return sql`inserted as (
       insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
       select distinct on (team_id, dedupe_key) team_id, chat_id, ${kind}::text, dedupe_key, null,
@@ -30,7 +30,7 @@ function eventTriggerCtes(kind: 'platform_event' | 'reconcile', maxAttempts: num
       on conflict on constraint triggers_dedupe do nothing
       returning id, chat_id, team_id, dedupe_key
     ),
-    job as (${addJobFromInserted(maxAttempts, mode)}),
+    job as (${addJobFromInserted(maxAttempts)}),
     notified as (
       update resources set notified_at = now()
       where id in (select id from res) and notified_at is null
@@ -64,7 +64,7 @@ export interface PlatformEventResult {
 export async function ingestPlatformEvents(
   db: Db,
   events: readonly PlatformEventInput[],
-  options: { maxAttempts: number; quiet?: boolean },
+  options: { maxAttempts: number },
 ): Promise<PlatformEventResult[]> {
   if (events.length === 0) return [];
   // One row per webhook id: a redelivery inside the batch is answered like one after it.
@@ -100,7 +100,7 @@ export async function ingestPlatformEvents(
       from input i join resources r on r.kind = i.kind and r.platform_id = i.resource_id
       where i.webhook_id in (select webhook_id from receipt)
     ),
-    ${eventTriggerCtes('platform_event', options.maxAttempts, options.quiet ? 'quiet' : 'notify')},
+    ${eventTriggerCtes('platform_event', options.maxAttempts)},
     counts as (
       select (select count(*) from job) as jobs, (select count(*) from notified) as notified
     )

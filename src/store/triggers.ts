@@ -1,5 +1,6 @@
 // Triggers: every input (Slack event, button, platform event, sweep) stored durably and enqueued as a turn.
 import { sql } from 'kysely';
+import { RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
 import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
 import { triggerFiles, type SharedFile } from './trigger-files.js';
@@ -25,17 +26,20 @@ export interface EnqueueResult {
   created: boolean;
 }
 
+/** The job queue of a chat's turns: graphile-worker runs the jobs of one named queue one at a time. */
+export function turnQueueName(chatId: string): string {
+  return `chat:${chatId}`;
+}
+
 /**
- * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id). `quiet`: no
- * NOTIFY in this transaction (migration 2026-12-05-005 says why); the caller must then
- * {@link import('./wake-workers.js').createWorkerWaker} after the commit, or the jobs wait for a poll.
- * Both hold the lock that the clean-up of empty chat queues takes (migration 2026-12-07-001).
+ * Enqueues the turn job of each row of a CTE named `inserted` (columns id, chat_id) through
+ * graphile-worker's public `add_job`: in the chat's queue ({@link turnQueueName}), keyed by its
+ * trigger (`trigger:<id>`), so the job commits with the trigger and a re-enqueue collapses.
  */
-export function addJobFromInserted(maxAttempts: number, mode: 'notify' | 'quiet' = 'notify') {
-  if (mode === 'quiet') {
-    return sql`select enqueue_turn_jobs_quietly(array_agg(inserted.id::text), array_agg(inserted.chat_id::text), ${maxAttempts}::int) as added from inserted`;
-  }
-  return sql`select enqueue_turn_job(inserted.id::text, inserted.chat_id::text, ${maxAttempts}::int) from inserted`;
+export function addJobFromInserted(maxAttempts: number) {
+  return sql`select graphile_worker.add_job(${RUN_TURN_TASK}::text, json_build_object('triggerId', inserted.id::text),
+    queue_name => 'chat:' || inserted.chat_id::text, job_key => 'trigger:' || inserted.id::text, max_attempts => ${maxAttempts}::int)
+    from inserted`;
 }
 
 /** SQL selecting the target chat's id, creating the chat when allowed. */
@@ -107,10 +111,8 @@ export interface SlackTriggerInput {
  * Stores Slack triggers and enqueues their turns in one statement for the whole batch (group
  * commit: one round trip and one durable commit for many events), with {@link enqueueTrigger}'s
  * meaning for each item: results in input order, undefined where the chat does not exist and may not
- * be created (a reply finds a chat that existed before, or that an earlier mention of the batch
- * opened); of several items with one dedupe key, the first is `created` and the others not. The
- * jobs are written quietly: the caller wakes the workers after the commit
- * ({@link import('./wake-workers.js').createWorkerWaker}), or they find the jobs at their next poll.
+ * be created (a reply finds a chat that existed before, or that a mention of the batch opens); of
+ * several items with one dedupe key, the first is `created` and the others not.
  */
 export async function enqueueSlackTriggers(
   db: Db,
@@ -119,12 +121,9 @@ export async function enqueueSlackTriggers(
 ): Promise<Array<EnqueueResult | undefined>> {
   if (items.length === 0) return [];
   const column = <T>(pick: (item: SlackTriggerInput) => T) => items.map(pick);
-  // One call of ingest_slack_triggers (migrations/2026-12-06-001-ingest-slack-function.ts): the
-  // statements inside keep their plans between calls, where one set-based statement was planned
-  // anew at every ack (half of its time).
   const result = await sql<{ ord: string; chat_id: string | null; trigger_id: string | null; existing_id: string | null }>`
-    with ingested as (
-      select * from ingest_slack_triggers(
+    with input as (
+      select * from unnest(
         ${column((i) => i.input.teamId)}::text[],
         ${column((i) => i.target.channelId)}::text[],
         ${column((i) => i.target.threadTs)}::text[],
@@ -133,25 +132,67 @@ export async function enqueueSlackTriggers(
         ${column((i) => i.input.kind)}::text[],
         ${column((i) => i.input.dedupeKey)}::text[],
         ${column((i) => i.input.userId)}::text[],
-        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[],
-        ${options.maxAttempts ?? 25}::int
-      )
-    )
-    select ord::text, chat_id::text, trigger_id::text, existing_id::text from ingested order by ord
+        ${column((i) => JSON.stringify(i.input.payload))}::jsonb[]
+      ) with ordinality as i(team_id, channel_id, thread_ts, owner_user_id, can_create, kind, dedupe_key, user_id, payload, ord)
+    ),
+    created as (
+      -- One row per thread (a statement may not update a row twice), in key order so that two
+      -- batches lock shared threads in the same order; "do update" returns an existing chat's id too.
+      insert into chats (team_id, channel_id, thread_ts, owner_user_id)
+      select distinct on (team_id, channel_id, thread_ts) team_id, channel_id, thread_ts, owner_user_id
+      from input where can_create
+      order by team_id, channel_id, thread_ts, ord
+      on conflict on constraint chats_thread_key do update set updated_at = chats.updated_at
+      returning id, team_id, channel_id, thread_ts
+    ),
+    target as (
+      select i.*, coalesce(c.id, e.id) as chat_id
+      from input i
+      left join created c on c.team_id = i.team_id and c.channel_id = i.channel_id and c.thread_ts = i.thread_ts
+      left join chats e on e.team_id = i.team_id and e.channel_id = i.channel_id and e.thread_ts = i.thread_ts
+    ),
+    inserted as (
+      insert into triggers (team_id, chat_id, kind, dedupe_key, user_id, payload)
+      select distinct on (team_id, dedupe_key) team_id, chat_id, kind, dedupe_key, user_id, payload
+      from target where chat_id is not null
+      order by team_id, dedupe_key, ord
+      on conflict on constraint triggers_dedupe do nothing
+      returning id, chat_id, team_id, dedupe_key
+    ),
+    job as (${addJobFromInserted(options.maxAttempts ?? 25)})
+    select t.ord::text as ord, t.chat_id::text as chat_id, ins.id::text as trigger_id, ex.id::text as existing_id,
+           -- Selected so that the job part runs (an unread CTE is skipped).
+           (select count(*) from job) as jobs
+    from target t
+    left join inserted ins on ins.team_id = t.team_id and ins.dedupe_key = t.dedupe_key
+    left join triggers ex on ex.team_id = t.team_id and ex.dedupe_key = t.dedupe_key
+    order by t.ord
   `.execute(db);
   if (result.rows.length !== items.length) throw new Error(`ingest returned ${result.rows.length} rows for ${items.length} Slack events`);
-  return result.rows.map((row, index): EnqueueResult | undefined => {
-    if (!row.chat_id) return undefined;
-    if (row.trigger_id) return { chatId: row.chat_id, triggerId: row.trigger_id, created: true };
-    // The function reads the stored trigger whenever its insert found the dedupe key taken.
-    if (!row.existing_id) throw new Error(`ingest stored no trigger and found none for ${items[index]!.input.dedupeKey}`);
-    return { chatId: row.chat_id, triggerId: row.existing_id, created: false };
-  });
+  // Of the items that share a new trigger (one dedupe key twice in the batch), the first created it.
+  const claimed = new Set<string>();
+  return Promise.all(
+    result.rows.map(async (row, index): Promise<EnqueueResult | undefined> => {
+      if (!row.chat_id) return undefined;
+      if (row.trigger_id) {
+        const created = !claimed.has(row.trigger_id);
+        claimed.add(row.trigger_id);
+        return { chatId: row.chat_id, triggerId: row.trigger_id, created };
+      }
+      const input = items[index]!.input;
+      // A concurrent delivery of the same input may have committed after this statement's snapshot.
+      const existing =
+        row.existing_id ??
+        (await db.selectFrom('triggers').select('id').where('team_id', '=', input.teamId).where('dedupe_key', '=', input.dedupeKey).executeTakeFirstOrThrow()).id;
+      return { chatId: row.chat_id, triggerId: existing, created: false };
+    }),
+  );
 }
 
 /** Enqueues (or re-enqueues) the turn of a stored trigger; the job key makes this idempotent. */
 export async function addTurnJob(db: Db, chatId: string, triggerId: string, maxAttempts = 25): Promise<void> {
-  await sql`select enqueue_turn_job(${triggerId}::text, ${chatId}::text, ${maxAttempts}::int)`.execute(db);
+  await sql`select graphile_worker.add_job(${RUN_TURN_TASK}::text, json_build_object('triggerId', ${triggerId}::text),
+    queue_name => ${turnQueueName(chatId)}::text, job_key => ${`trigger:${triggerId}`}::text, max_attempts => ${maxAttempts}::int)`.execute(db);
 }
 
 export async function getTrigger(db: Db, triggerId: string): Promise<Trigger | undefined> {

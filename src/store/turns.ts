@@ -1,13 +1,12 @@
 // Turns: one run of the agent for one trigger, with its token usage and price.
 import { sql } from 'kysely';
 import type { TokenUsage } from '../agent/pricing.js';
-import { relaxedCommit, type Db } from './db.js';
+import type { Db } from './db.js';
 import type { StoredMessage, Turn } from './tables.js';
 
 /**
  * Marks the trigger running and returns its turn, creating it on first run (a retried job finds the
- * same turn), in one statement. Committed relaxed (src/store/db.ts relaxedCommit): lost in a database
- * crash, the job runs the trigger again from the start.
+ * same turn), in one statement.
  */
 export async function startTurn(
   db: Db,
@@ -30,7 +29,7 @@ export async function startTurn(
     select turns.*, false as created from turns
     where team_id = ${input.teamId} and trigger_id = ${input.triggerId} and not exists (select 1 from inserted)
   `;
-  const result = await relaxedCommit(db, (trx) => query.execute(trx));
+  const result = await query.execute(db);
   const row = result.rows[0];
   if (!row) throw new Error(`turn of trigger ${input.triggerId} could not be created or found`);
   const { created, ...turn } = row;

@@ -13,18 +13,17 @@ export async function beat(db: Db, processId: string, workerIds: readonly string
 }
 
 /**
- * Workers holding a job or queue lock older than `staleSeconds` that have not beaten within it: their
- * process died with the lock (graphile-worker's own tables are read here, as nowhere else).
+ * Workers holding a job lock older than `staleSeconds` that have not beaten within it: their process
+ * died with the lock. Read from graphile-worker's public `jobs` view; a worker locks a job's named
+ * queue together with the job, so its job locks name every worker to unlock
+ * (`forceUnlockWorkers` frees both).
  */
 export async function listSilentLockHolders(db: Db, staleSeconds: number): Promise<string[]> {
   const stale = `${Math.max(1, staleSeconds)} seconds`;
   const rows = await sql<{ locked_by: string }>`
-    select distinct locked_by from (
-      select locked_by, locked_at from graphile_worker._private_jobs where locked_by is not null
-      union all
-      select locked_by, locked_at from graphile_worker._private_job_queues where locked_by is not null
-    ) locks
-    where locked_at < now() - ${stale}::interval
+    select distinct locked_by from graphile_worker.jobs
+    where locked_by is not null
+      and locked_at < now() - ${stale}::interval
       and locked_by not in (
         select worker_id from worker_heartbeats where last_seen > now() - ${stale}::interval
       )`.execute(db);

@@ -1,5 +1,4 @@
 // End to end: a mention becomes a durable chat answered in its thread, once, whatever Slack or the model do.
-import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { allText, text, type Script } from '../kit/fakes/anthropic/index.js';
 import { postToBolt, sendEvent, appMention } from '../kit/fakes/slack/index.js';
@@ -42,20 +41,6 @@ describe('a Slack thread is a durable chat with the agent', () => {
     const lastRequest = h.model.requests.at(-1)!.body;
     expect(JSON.stringify(lastRequest.messages)).toContain('hello there');
     expect(lastRequest.messages.filter((m) => m.role === 'assistant')).toHaveLength(1);
-  });
-
-  it("removes a thread's job queue once its turns are done (the sweep), and answers the thread's next message", async () => {
-    const mention = await h.mention({ user: 'UBOB', text: '<@UBOT> one' });
-    await h.waitForPosts(mention.ts, 1);
-    const chat = await h.db.db.selectFrom('chats').select('id').where('thread_ts', '=', mention.ts).executeTakeFirstOrThrow();
-    const queue = `chat:${chat.id}`;
-    const queueExists = async () =>
-      (await sql<{ n: number }>`select count(*)::int as n from graphile_worker._private_job_queues where queue_name = ${queue}`.execute(h.db.db)).rows[0]!.n > 0;
-    // The harness sweeps every 2 s (RECONCILE_CRON).
-    await waitUntil(async () => ((await queueExists()) ? undefined : true), 20_000, `the sweep to remove ${queue}`);
-    await h.reply({ user: 'UBOB', text: 'two', threadTs: mention.ts });
-    const posts = await h.waitForPosts(mention.ts, 2);
-    expect(posts[1]!.text).toContain('I have seen 2 message(s)');
   });
 
   it('keeps the system prompt and tools byte-identical across turns, with cache breakpoints', async () => {

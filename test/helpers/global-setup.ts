@@ -1,13 +1,10 @@
 // Starts one embedded PostgreSQL for the whole test run (each test file creates its own database on
 // it), compiles the sources once for the tests' child processes (test/kit/compiled.ts), and gives
-// the run a temporary folder of its own, removed at the end (test/kit/run-temp.ts). The idle CPU
-// cgroup the bots' workers shared (src/priority.ts) is removed at the end too, when no process is left in it:
-// a bot a test killed with SIGKILL could not remove it itself.
+// the run a temporary folder of its own, removed at the end (test/kit/run-temp.ts).
 import type { TestProject } from 'vitest/node';
 import { compileForTests, removeStaleBuilds } from '../kit/compiled.js';
 import { startPrivatePostgres } from '../kit/database.js';
 import { useRunTempDir } from '../kit/run-temp.js';
-import { idleCpuGroupBeside, removeIdleCpuGroup } from '../../src/priority.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -29,7 +26,6 @@ export default async function setup(project: TestProject) {
       await build.remove();
     } finally {
       await postgres.stop().finally(() => temp.remove());
-      await removeIdleCpuGroup(idleCpuGroupBeside());
     }
   };
 }

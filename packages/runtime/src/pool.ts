@@ -11,13 +11,6 @@ import pg from 'pg';
  * Postgres-restart scenario. Every client gets a listener for its whole life; the query it was
  * running fails on its own, and pg-pool discards the broken client when it is released.
  */
-/** A connection's server process, as Postgres and the client socket name it. */
-export interface PgBackend {
-  pid: number;
-  localPort: number | undefined;
-  database: string | undefined;
-}
-
 export function createPgPool(
   config: {
     connectionString: string;
@@ -25,14 +18,12 @@ export function createPgPool(
     idleTimeoutMillis?: number;
     /** Shown in pg_stat_activity (which role a backend serves), unless the URL names one. */
     applicationName?: string;
-    /** Told of each new connection's server process (the bot's worker lowers its priority). */
-    onBackend?: (backend: PgBackend) => void;
   },
   onError: (error: Error) => void,
 ): pg.Pool {
   // Bounded waits: after a database restart no connect or query may hang a caller for ever; the
   // longest legitimate statement (a migration, a batch ingest, an Activity export) takes seconds.
-  const { applicationName, onBackend, ...poolConfig } = config;
+  const { applicationName, ...poolConfig } = config;
   const pool = new pg.Pool({
     ...poolConfig,
     ...(applicationName && !/[?&]application_name=/.test(config.connectionString) ? { application_name: applicationName } : {}),
@@ -44,10 +35,6 @@ export function createPgPool(
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     client.on('error', onError);
-    const internals = client as unknown as { processID?: number | null; connection?: { stream?: { localPort?: number } } };
-    if (onBackend && typeof internals.processID === 'number') {
-      onBackend({ pid: internals.processID, localPort: internals.connection?.stream?.localPort, database: client.database });
-    }
   });
   return pool;
 }

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  TRAINER_NICENESS,
   TRAINER_SCRIPT,
   completionPromptTokens,
   createPytorchTrainer,
@@ -460,7 +461,17 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
       (event) => event.type === 'progress' && progressed(),
     );
     await firstProgress;
-    expect(await processesWith(workDir)).toHaveLength(1);
+    const trainers = await processesWith(workDir);
+    expect(trainers).toHaveLength(1);
+    // Started at a lower priority (TRAINER_NICENESS), with every thread torch started since.
+    const wanted = Math.min(19, os.getPriority() + TRAINER_NICENESS);
+    const threads = await readdir(`/proc/${trainers[0]}/task`);
+    const nices = await Promise.all(threads.map(async (tid) => {
+      const stat = await readFile(`/proc/${trainers[0]}/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    }));
+    expect(nices.length).toBeGreaterThan(0);
+    expect(new Set(nices)).toEqual(new Set([wanted]));
     await job.cancel();
     expect(await job.done).toEqual({ type: 'failed', message: 'training cancelled' });
     expect(await processesWith(workDir)).toEqual([]);

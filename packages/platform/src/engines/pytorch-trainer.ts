@@ -1,5 +1,6 @@
 // The bundled trainer: LoRA with PyTorch on the CPU or a CUDA GPU (trainer/lora_train.py), supervised as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -115,6 +116,23 @@ export async function trainableModelProblem(baseModelPath: string): Promise<stri
     `the base model ${path.basename(baseModelPath)} is a ${typeof arch === 'string' && arch ? `${arch}` : 'GGUF model without a general.architecture'} model; ` +
     `the bundled trainer trains ${TRAINABLE_ARCHITECTURES.join(', ')} models`
   );
+}
+
+/** How much lower a training runs than the process that starts it (nice levels, capped at 19), as `nice -n 10` would. */
+export const TRAINER_NICENESS = 10;
+
+/**
+ * Lowers a just-started trainer to {@link TRAINER_NICENESS} below this process, before torch starts
+ * its threads (they inherit it), so a training gives the CPU way to turns and acks. An ordinary nice
+ * value: no privilege needed; where it is refused the training runs at this process's priority.
+ */
+function lowerPriority(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    os.setPriority(pid, Math.min(19, os.getPriority() + TRAINER_NICENESS));
+  } catch {
+    // The process ended already (its exit is reported), or not permitted.
+  }
 }
 
 /** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
@@ -309,6 +327,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(spec.threads || opts.threads) },
     });
+    lowerPriority(child.pid);
     logger?.info({ jobId: spec.jobId, pid: child.pid, python }, 'trainer started');
     let last: Done | null = null;
     let cancelled = false;

@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createPgPool, type PgBackend } from '@verdict/runtime/pool';
+import { createPgPool } from '@verdict/runtime/pool';
 import { Agent } from 'undici';
 import { WebhookEndpointRequestSchema } from '@verdict/contract/contract';
 import { generateWebhookSecret } from '@verdict/contract/webhooks';
@@ -74,8 +74,6 @@ export interface SandboxOptions {
   training?: SandboxTrainingOptions;
   /** Runs on a real inference engine; unset = runs are simulated. */
   inference?: SandboxInferenceOptions;
-  /** Told of each database connection's server process (the host process may lower its priority). */
-  onDatabaseBackend?: (backend: PgBackend) => void;
 }
 
 export interface SandboxInferenceOptions {
@@ -221,7 +219,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
   if (!(timeScale > 0)) throw new RangeError('timeScale must be > 0');
   let engineCleanup: (() => Promise<void>) | undefined;
   const pool = createPgPool(
-    { connectionString: options.databaseUrl, max: 8, applicationName: 'verdict-bot sandbox', ...(options.onDatabaseBackend ? { onBackend: options.onDatabaseBackend } : {}) },
+    { connectionString: options.databaseUrl, max: 8, applicationName: 'verdict-bot sandbox' },
     (error) =>
     logger.error({ err: error }, 'sandbox database connection error'),
   );
