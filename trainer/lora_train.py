@@ -3,8 +3,9 @@
 Usage:
   lora_train.py --spec spec.json      train; progress as JSON lines on stdout
   lora_train.py --check               prints {"torch", "numpy", "cuda"} when both are installed
-  lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N]
-                                      greedy continuation token ids (checks the forward pass)
+  lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N] [--probs]
+                                      greedy continuation token ids (checks the forward pass), and
+                                      with --probs each step's next-token probabilities
 
 The spec (JSON): jobId, baseModelPath, tokensPath (JSONL, one {"prompt": [ids], "completion": [ids]}
 a line; loss on the completion ids only), adapterPath, threads, hyperparameters {rank, alpha,
@@ -261,7 +262,11 @@ def generate(args):
                 modules[full].set_lora(a, b, alpha)
     tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
     eos = base.get("tokenizer.ggml.eos_token_id")
-    print(json.dumps({"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))}))
+    probs = [] if args.probs else None
+    out = {"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos), probs)}
+    if probs is not None:
+        out["probs"] = [[round(float(p), 7) for p in step] for step in probs]
+    print(json.dumps(out))
 
 
 def check():
@@ -302,6 +307,7 @@ def main():
     parser.add_argument("--adapter")
     parser.add_argument("--tokens", default="")
     parser.add_argument("--max-tokens", type=int, default=20)
+    parser.add_argument("--probs", action="store_true", help="with --generate: each step's next-token probabilities too")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

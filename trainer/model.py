@@ -14,8 +14,47 @@ ROPE_MODE = {"llama": "norm", "qwen2": "neox"}
 LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 
 
+# Frozen matrices are multiplied a slice of rows at a time, each slice widened to float32 only for its
+# product: no float32 copy of a whole matrix lives longer than one slice (the output layer of a
+# 150k-token vocabulary is 0.5 GB in float32).
+_SLICE_VALUES = 1 << 23
+
+
+def _row_slices(weight):
+    rows = max(1, _SLICE_VALUES // max(1, weight.shape[1]))
+    return [(r, min(r + rows, weight.shape[0])) for r in range(0, weight.shape[0], rows)]
+
+
+class _FrozenLinear(torch.autograd.Function):
+    """x W^T + b for a frozen 16-bit W, computed in x's dtype (float32). Autograd keeps the 16-bit W
+    only, and widens it again a slice at a time for the input's gradient; W and b get none."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(weight)
+        if weight.dtype == x.dtype:
+            return F.linear(x, weight, bias)
+        out = x.new_empty(x.shape[:-1] + (weight.shape[0],))
+        for r0, r1 in _row_slices(weight):
+            out[..., r0:r1] = F.linear(x, weight[r0:r1].to(x.dtype), None if bias is None else bias[r0:r1])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (weight,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if weight.dtype == grad.dtype:
+            return grad.matmul(weight), None, None
+        flat = grad.reshape(-1, grad.shape[-1])
+        gx = flat.new_zeros(flat.shape[0], weight.shape[1])
+        for r0, r1 in _row_slices(weight):
+            gx.addmm_(flat[:, r0:r1], weight[r0:r1].to(grad.dtype))
+        return gx.reshape(grad.shape[:-1] + (weight.shape[1],)), None, None
+
+
 class LoraLinear(torch.nn.Module):
-    """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W and b frozen, A and B trained."""
+    """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W (16-bit) and b frozen, A and B trained in float32."""
 
     def __init__(self, weight, bias=None):
         super().__init__()
@@ -41,10 +80,19 @@ class LoraLinear(torch.nn.Module):
         self.scale = alpha / a.shape[0] if alpha else 1.0
 
     def forward(self, x):
-        y = F.linear(x, self.weight, self.bias)
+        y = _FrozenLinear.apply(x, self.weight, self.bias)
         if self.lora_a is not None:
             y = y + self.scale * F.linear(F.linear(x, self.lora_a), self.lora_b)
         return y
+
+
+def frozen_matrix(gguf, name):
+    """A weight matrix as torch keeps it frozen: float16, or bfloat16 for a BF16 tensor (or one
+    beyond float16's range); never wider than 16 bits, whatever the file stores."""
+    kind, array = gguf.tensor16(name)
+    if kind == "bf16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _rms_norm(x, weight, eps):
@@ -90,8 +138,11 @@ class LlamaModel(torch.nn.Module):
         def opt(name):
             return t(name) if name in gguf.tensors else None
 
-        self.tok_embd = torch.nn.Parameter(t("token_embd.weight"), requires_grad=False)
-        out = opt("output.weight")
+        def w(name):
+            return frozen_matrix(gguf, name)
+
+        self.tok_embd = torch.nn.Parameter(w("token_embd.weight"), requires_grad=False)
+        out = w("output.weight") if "output.weight" in gguf.tensors else None
         self.output = LoraLinear(out if out is not None else self.tok_embd.data)
         self.output_norm = torch.nn.Parameter(t("output_norm.weight"), requires_grad=False)
         freqs = opt("rope_freqs.weight")
@@ -101,7 +152,7 @@ class LlamaModel(torch.nn.Module):
             layer.attn_norm = torch.nn.Parameter(t("blk.%d.attn_norm.weight" % i), requires_grad=False)
             layer.ffn_norm = torch.nn.Parameter(t("blk.%d.ffn_norm.weight" % i), requires_grad=False)
             for name in LINEAR_NAMES:
-                setattr(layer, name, LoraLinear(t("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
+                setattr(layer, name, LoraLinear(w("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
             self.layers.append(layer)
 
         half = self.n_rot // 2
@@ -139,7 +190,7 @@ class LlamaModel(torch.nn.Module):
         device = tokens.device
         positions = torch.arange(seq, device=device)
         mask = torch.full((seq, seq), float("-inf"), device=device).triu(1)
-        x = self.tok_embd[tokens]
+        x = self.tok_embd[tokens].float()
         rep = self.n_head // self.n_head_kv
         for layer in self.layers:
             h = _rms_norm(x, layer.attn_norm, self.eps)
@@ -160,11 +211,14 @@ class LlamaModel(torch.nn.Module):
         return self.output(_rms_norm(x, self.output_norm, self.eps))
 
     @torch.no_grad()
-    def greedy(self, tokens, max_tokens, eos=None):
+    def greedy(self, tokens, max_tokens, eos=None, probs=None):
+        """Greedy continuation token ids; with a `probs` list, each step's next-token distribution is appended to it."""
         ids = list(tokens)
         out = []
         for _ in range(max_tokens):
             logits = self.forward(torch.tensor([ids], device=self.tok_embd.device))[0, -1]
+            if probs is not None:
+                probs.append(torch.softmax(logits.double(), dim=-1).cpu().numpy())
             nxt = int(torch.argmax(logits))
             if eos is not None and nxt == eos:
                 break
