@@ -1,0 +1,150 @@
+// The bundled trainer on quantized GGUF models: every tensor type read as llama.cpp reads it, and a LoRA trained on a Q4_K file that llama.cpp applies to that file.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TRAINER_SCRIPT, createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
+import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
+import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS, pythonWithTorch } from '../../kit/engines.js';
+
+const execFileAsync = promisify(execFile);
+const THREADS = TEST_ENGINE_THREADS;
+const FIXTURE = path.resolve(import.meta.dirname, 'fixtures/gguf_quant.py');
+const python = pythonWithTorch();
+if (!python) console.warn('SKIPPED the quantized-model trainer tests: no python with torch and numpy (TRAINER_PYTHON, python3, /usr/bin/python3)');
+
+/** Every tensor type the trainer reads, then a file mixing them per tensor as a Q4_K_M file does. */
+const TYPES = ['F32', 'F16', 'BF16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'IQ4_XS', 'mix'];
+const STEPS = 8;
+/**
+ * Largest difference of a next-token probability between torch and llama.cpp when only the token
+ * embeddings are of the type: llama.cpp dequantizes those rows exactly (get_rows) and computes the
+ * rest in float32, so what is left is the trainer's f16 rounding of the weights and llama.cpp's f16
+ * KV cache; a wrong value anywhere in a block would move it by far more.
+ */
+const EXACT_TOLERANCE = 0.005;
+/**
+ * The same bound when every matrix is of the type: llama.cpp's CPU dot products then quantize the
+ * activations to 8 bits (Q8_0 blocks of 32 for the legacy types, Q8_K blocks of 256 for the
+ * k-quants and IQ4_XS) before multiplying; that moves a probability by up to about 0.06 on these
+ * random models (the Q8_K types about four times more than the Q8_0 ones).
+ */
+const COMPUTED_TOLERANCE = 0.08;
+/** With every matrix of the type, the greedy token must be llama.cpp's wherever torch's best two tokens are more than this apart (a closer pair can flip under llama.cpp's 8-bit activations). */
+const DECISIVE_GAP = 0.1;
+
+describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp does', () => {
+  let dir: string;
+  let llama: Llama;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'pt-quant-'));
+    llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    await execFileAsync(python!, [FIXTURE, STORIES_MODEL_FILE, dir, ...TYPES.flatMap((type) => [type, `${type}:embd`])]);
+  }, 120_000);
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function torchGreedy(model: string, tokens: Token[], maxTokens: number, adapter?: string): Promise<{ tokens: number[]; probs: number[][] }> {
+    const args = [TRAINER_SCRIPT, '--generate', '--probs', '--model', model, '--tokens', tokens.join(','), '--max-tokens', String(maxTokens)];
+    if (adapter) args.push('--adapter', adapter);
+    const { stdout } = await execFileAsync(python!, args, { maxBuffer: 64 << 20 });
+    return JSON.parse(stdout) as { tokens: number[]; probs: number[][] };
+  }
+
+  /** llama.cpp's greedy continuation of `tokens`, up to its end-of-sequence token (as the trainer's `--generate`). */
+  async function llamaGreedy(model: LlamaModel, tokens: Token[], maxTokens: number, adapter?: string): Promise<Token[]> {
+    const context = await model.createContext({ contextSize: 256, threads: THREADS, ...(adapter ? { lora: { adapters: [{ filePath: adapter }] } } : {}) });
+    try {
+      const out: Token[] = [];
+      for await (const token of context.getSequence().evaluate(tokens, { temperature: 0, yieldEogToken: true })) {
+        if (token === model.tokens.eos || out.length === maxTokens) break;
+        out.push(token);
+        if (out.length === maxTokens) break;
+      }
+      return out;
+    } finally {
+      await context.dispose();
+    }
+  }
+
+  /** llama.cpp's whole next-token distribution after each of `sequence`'s last `steps` tokens (no sampling cut-offs). */
+  async function llamaProbs(model: LlamaModel, sequence: Token[], steps: number, adapter?: string): Promise<Map<Token, number>[]> {
+    const context = await model.createContext({ contextSize: 256, threads: THREADS, ...(adapter ? { lora: { adapters: [{ filePath: adapter }] } } : {}) });
+    try {
+      const first = sequence.length - steps;
+      const input = sequence.map((token, i) =>
+        i < first
+          ? token
+          : ([token, { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] as const),
+      );
+      const out = await context.getSequence().controlledEvaluate(input);
+      return out.slice(first).map((item) => item!.next.probabilities!);
+    } finally {
+      await context.dispose();
+    }
+  }
+
+  /** Largest probability difference over all steps and tokens, and the steps whose best token differs where torch's best two are `margin` apart. */
+  function compare(ours: number[][], theirs: Map<Token, number>[], margin: number): { worst: number; decisive: number; disagreements: number[] } {
+    let worst = 0;
+    let decisive = 0;
+    const disagreements: number[] = [];
+    theirs.forEach((probs, step) => {
+      const mine = ours[step]!;
+      expect(probs.size).toBe(mine.length);
+      for (const [token, p] of probs) worst = Math.max(worst, Math.abs(p - mine[token]!));
+      const [first, second] = [...mine].sort((a, b) => b - a);
+      if (first! - second! <= margin) return;
+      decisive++;
+      const best = mine.indexOf(first!);
+      if (probs.keys().next().value !== best) disagreements.push(step);
+    });
+    return { worst, decisive, disagreements };
+  }
+
+  it.each(TYPES)('%s: the same values as llama.cpp (greedy tokens equal, probabilities within 0.005 when only the embeddings are of the type; within 0.08 and greedy tokens equal where not a near tie when all matrices are)', async (type) => {
+    const prompt = [1, ...(await promptTokens())];
+    // Only the embeddings of the type: llama.cpp reads the values exactly.
+    const exactFile = path.join(dir, `${type}-embd.gguf`);
+    const exactModel = await llama.loadModel({ modelPath: exactFile });
+    let exact: ReturnType<typeof compare>;
+    try {
+      const reference = await llamaGreedy(exactModel, prompt, STEPS);
+      const torch = await torchGreedy(exactFile, prompt, STEPS);
+      expect(torch.tokens).toEqual(reference);
+      expect(reference.length).toBeGreaterThan(3);
+      exact = compare(torch.probs, await llamaProbs(exactModel, [...prompt, ...torch.tokens.slice(0, -1)], torch.tokens.length), 0);
+      expect(exact.worst).toBeLessThan(EXACT_TOLERANCE);
+    } finally {
+      await exactModel.dispose();
+    }
+    // Every matrix of the type: llama.cpp computes with 8-bit activations.
+    const file = path.join(dir, `${type}.gguf`);
+    const model = await llama.loadModel({ modelPath: file });
+    try {
+      const torch = await torchGreedy(file, prompt, STEPS);
+      const computed = compare(torch.probs, await llamaProbs(model, [...prompt, ...torch.tokens.slice(0, -1)], torch.tokens.length), DECISIVE_GAP);
+      console.info(
+        `${type}: largest next-token probability difference ${exact.worst.toFixed(5)} with only the embeddings of the type, ` +
+          `${computed.worst.toFixed(5)} with every matrix (greedy token equal on ${computed.decisive - computed.disagreements.length}/${computed.decisive} decisive steps of ${torch.tokens.length})`,
+      );
+      expect(computed.worst).toBeLessThan(COMPUTED_TOLERANCE);
+      expect(computed.disagreements).toEqual([]);
+      expect(computed.decisive).toBeGreaterThanOrEqual(3);
+    } finally {
+      await model.dispose();
+    }
+  }, 60_000);
+
+  let storiesVocab: LlamaModel | undefined;
+  /** "Once upon a time" in the stories260K tokenizer every test model has. */
+  async function promptTokens(): Promise<Token[]> {
+    storiesVocab ??= await llama.loadModel({ modelPath: STORIES_MODEL_FILE, vocabOnly: true });
+    return storiesVocab.tokenize('Once upon a time');
+  }
+});
