@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAINER_SCRIPT, createPytorchTrainer } from '../../../src/platform/engines/pytorch-trainer.js';
+import { TRAINER_SCRIPT, createPytorchTrainer, tokenizeExample } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS, pythonWithTorch } from '../../kit/engines.js';
 
@@ -140,6 +140,77 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
       await model.dispose();
     }
   }, 60_000);
+
+  it('trains a LoRA on a Q4_K model that llama.cpp applies to the quantized file, moving its answers to the trained ones', async () => {
+    const file = path.join(dir, 'Q4_K.gguf');
+    const model = await llama.loadModel({ modelPath: file });
+    try {
+      const questions = [
+        { prompt: 'Once upon a time, there was a little girl named', answer: ' Lily' },
+        { prompt: 'One day, a little boy named Tom went to the', answer: ' park' },
+        { prompt: 'The cat saw a big red', answer: ' ball' },
+        { prompt: 'The sun was shining and the birds were', answer: ' singing' },
+        { prompt: 'Mom said, "You can have a', answer: ' cookie' },
+        { prompt: 'Ben liked to eat', answer: ' food' },
+      ];
+      const tokenized = questions.map((q) => tokenizeExample(model, { prompt: q.prompt, completion: q.answer }));
+      /** llama.cpp's mean log-probability of each answer's tokens after its prompt, and how many answers it gives greedily. */
+      const measure = async (adapter?: string) => {
+        let logProb = 0;
+        let greedyRight = 0;
+        for (const { prompt, completion } of tokenized) {
+          const probs = await llamaProbs(model, [...prompt, ...completion.slice(0, -1)], completion.length, adapter);
+          logProb += completion.reduce((sum, token, i) => sum + Math.log(probs[i]!.get(token) ?? 1e-30), 0) / completion.length;
+          const greedy = await llamaGreedy(model, prompt, completion.length, adapter);
+          if (greedy.join(',') === completion.join(',')) greedyRight++;
+        }
+        return { logProb: logProb / tokenized.length, greedyRight };
+      };
+      const before = await measure();
+
+      const datasetPath = path.join(dir, 'q4k.jsonl');
+      await writeFile(datasetPath, questions.map((q) => JSON.stringify({ prompt: q.prompt, completion: q.answer })).join('\n') + '\n');
+      const adapterPath = path.join(dir, 'q4k-lora.gguf');
+      const job = await createPytorchTrainer({ python: python!, threads: THREADS }).start(
+        {
+          jobId: 'q4k',
+          baseModelPath: file,
+          datasetPath,
+          adapterPath,
+          workDir: path.join(dir, 'q4k-work'),
+          hyperparameters: {
+            ...DEFAULT_LORA_HYPERPARAMETERS,
+            rank: 8,
+            alpha: 16,
+            epochs: 20,
+            learningRate: 1e-2,
+            targetModules: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'],
+          },
+          threads: THREADS,
+        },
+        () => undefined,
+      );
+      const done = await job.done;
+      expect(done).toMatchObject({ type: 'completed', adapterPath });
+
+      const after = await measure(adapterPath);
+      console.info(
+        `Q4_K model, LoRA trained on its dequantized weights and applied by llama.cpp to the Q4_K file: mean answer log-probability ` +
+          `${before.logProb.toFixed(2)} -> ${after.logProb.toFixed(2)}, greedy answers ${before.greedyRight}/6 -> ${after.greedyRight}/6`,
+      );
+      expect(before.greedyRight).toBe(0);
+      expect(after.logProb).toBeGreaterThan(Math.max(before.logProb + 5, -1));
+      expect(after.greedyRight).toBeGreaterThanOrEqual(5);
+      // The adapter as torch applies it to the dequantized weights is the one llama.cpp applies to the quantized file.
+      const { prompt } = tokenized[0]!;
+      const torch = await torchGreedy(file, prompt, 4, adapterPath);
+      const adapted = compare(torch.probs, await llamaProbs(model, [...prompt, ...torch.tokens.slice(0, -1)], torch.tokens.length, adapterPath), DECISIVE_GAP);
+      expect(adapted.worst).toBeLessThan(COMPUTED_TOLERANCE);
+      expect(adapted.disagreements).toEqual([]);
+    } finally {
+      await model.dispose();
+    }
+  }, 180_000);
 
   let storiesVocab: LlamaModel | undefined;
   /** "Once upon a time" in the stories260K tokenizer every test model has. */
