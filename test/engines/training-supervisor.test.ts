@@ -1,13 +1,15 @@
 // The training supervisor through the platform API: a real training is a durable job, trained once per launch, rerun after a crash, completed once.
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '../../src/platform/errors.js';
 import type { AdapterRegistration } from '../../src/platform/engines/training-supervisor.js';
 import type { Trainer } from '../../src/platform/engines/trainer.js';
+import { bundledTrainerRefusal } from '../../src/platform/engines/trainer-base-model.js';
 import { createHttpPlatform } from '../../src/platform/http-client.js';
 import type { Platform } from '../../src/platform/platform.js';
 import type { SandboxTrainingOptions } from '../../src/platform/sandbox/sandbox.js';
@@ -17,8 +19,13 @@ import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receive
 import { testTrainer } from './fixtures/test-trainer.js';
 import { readyLine } from './fixtures/ready-line.js';
 import { nodeArgs } from '../kit/compiled.js';
+import { STORIES_MODEL_FILE, pythonWithTorch } from '../kit/engines.js';
 
 const ENGINE = 'test engine, CPU';
+const execFileAsync = promisify(execFile);
+/** Writes the kit's GGUF of a tensor type the bundled trainer does not read (numpy is enough; torch's python has it). */
+const python = pythonWithTorch();
+if (!python) console.warn('SKIPPED the refusal of a base model with unreadable tensors: no python with numpy and torch');
 const BASE = 'tiny-stories';
 
 interface Setup {
@@ -222,6 +229,38 @@ describe('real trainings under the training supervisor', () => {
     expect(done.status).toBe('completed');
     expect(survivor.state.starts).toHaveLength(0);
     expect(setup.registrations.map((r) => r.path)).toEqual([adapter]);
+  });
+
+  it.skipIf(!python)('a base model with tensors the bundled trainer cannot read is refused at the estimate and the launch, naming the types it reads, and nothing is charged', async () => {
+    // A real GGUF (written by the test kit) whose matrices are IQ2_XXS, in place of the base model's file.
+    await execFileAsync(python!, [path.resolve('test/platform/engines/fixtures/gguf_quant.py'), STORIES_MODEL_FILE, setup.dir, 'IQ2_XXS']);
+    await rename(path.join(setup.dir, 'IQ2_XXS.gguf'), path.join(setup.dir, `${BASE}.gguf`));
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
+    const { trainer, state } = testTrainer();
+    const { platform } = await start({ ...trainer, checkBaseModel: bundledTrainerRefusal });
+    const dataset = await platform.buildDataset({ runId }, 'ds');
+    const balance = (await platform.getBalance()).balanceCredits;
+    for (const call of [
+      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
+      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
+    ]) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isPlatformError(error)).toBe(true);
+      if (!isPlatformError(error)) continue;
+      expect(error.code).toBe('engine_unavailable');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain(`${BASE} cannot be trained here: the base model ${BASE}.gguf has tensors stored as IQ2_XXS (token_embd.weight`);
+      expect(error.message).toContain('it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS');
+    }
+    expect((await platform.getBalance()).balanceCredits).toBe(balance);
+    const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+    const count = await pool.query('SELECT count(*)::int AS n FROM sandbox.trainings');
+    await pool.end();
+    expect(count.rows[0].n).toBe(0);
+    expect(state.starts).toHaveLength(0);
   });
 
   it('without PyTorch the estimate and the launch refuse with a coded error saying how to install it, and nothing is created', async () => {

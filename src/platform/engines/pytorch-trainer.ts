@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
+import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { z } from 'zod';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
@@ -223,6 +224,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       const cuda = device === 'cuda' || (device === 'auto' && found?.cuda === true);
       return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
     },
+
+    checkBaseModel: bundledTrainerRefusal,
 
     async availability() {
       const result = await findPython();

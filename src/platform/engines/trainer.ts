@@ -146,4 +146,10 @@ export interface Trainer {
   stopOrphan?(spec: TrainingSpec): Promise<OrphanStop>;
   /** False when the trainer works from the base model's id, not its GGUF file on this machine. Default true. */
   readonly needsBaseModelFile?: boolean;
+  /**
+   * Optional: why this trainer cannot train the base model file at `baseModelPath` (an architecture
+   * or tensor type it does not handle), in the user's words, or null when it can. Asked before a
+   * training is priced or charged.
+   */
+  checkBaseModel?(baseModelPath: string): Promise<string | null>;
 }

@@ -432,8 +432,11 @@ async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Prom
     throw unavailable(`${install}. ${available.reason}`);
   }
   const baseId = model.kind === 'base' ? model.id : model.base_model_id!;
-  if (engine.trainer.needsBaseModelFile !== false && engine.baseModelPath(baseId) === null) {
-    throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
+  if (engine.trainer.needsBaseModelFile !== false) {
+    const file = engine.baseModelPath(baseId);
+    if (file === null) throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
+    const refusal = engine.trainer.checkBaseModel ? await engine.trainer.checkBaseModel(file) : null;
+    if (refusal !== null) throw unavailable(`${model.id} cannot be trained here: ${refusal}`);
   }
   return engine;
 }

@@ -4,10 +4,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
+import { getLlama, LlamaLogLevel, type ControlledEvaluateInputItem, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRAINER_SCRIPT, createPytorchTrainer, tokenizeExample } from '../../../src/platform/engines/pytorch-trainer.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../../../src/platform/engines/trainer.js';
+import { TRAINER_ARCHITECTURES, TRAINER_TENSOR_TYPES, bundledTrainerRefusal } from '../../../src/platform/engines/trainer-base-model.js';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS, pythonWithTorch } from '../../kit/engines.js';
 
 const execFileAsync = promisify(execFile);
@@ -49,11 +50,11 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function torchGreedy(model: string, tokens: Token[], maxTokens: number, adapter?: string): Promise<{ tokens: number[]; probs: number[][] }> {
+  async function torchGreedy(model: string, tokens: Token[], maxTokens: number, adapter?: string): Promise<{ tokens: Token[]; probs: number[][] }> {
     const args = [TRAINER_SCRIPT, '--generate', '--probs', '--model', model, '--tokens', tokens.join(','), '--max-tokens', String(maxTokens)];
     if (adapter) args.push('--adapter', adapter);
     const { stdout } = await execFileAsync(python!, args, { maxBuffer: 64 << 20 });
-    return JSON.parse(stdout) as { tokens: number[]; probs: number[][] };
+    return JSON.parse(stdout) as { tokens: Token[]; probs: number[][] };
   }
 
   /** llama.cpp's greedy continuation of `tokens`, up to its end-of-sequence token (as the trainer's `--generate`). */
@@ -77,10 +78,9 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
     const context = await model.createContext({ contextSize: 256, threads: THREADS, ...(adapter ? { lora: { adapters: [{ filePath: adapter }] } } : {}) });
     try {
       const first = sequence.length - steps;
-      const input = sequence.map((token, i) =>
-        i < first
-          ? token
-          : ([token, { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }] as const),
+      const input = sequence.map(
+        (token, i): ControlledEvaluateInputItem =>
+          i < first ? token : [token, { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } }],
       );
       const out = await context.getSequence().controlledEvaluate(input);
       return out.slice(first).map((item) => item!.next.probabilities!);
@@ -108,7 +108,7 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
   }
 
   it.each(TYPES)('%s: the same values as llama.cpp (greedy tokens equal, probabilities within 0.005 when only the embeddings are of the type; within 0.08 and greedy tokens equal where not a near tie when all matrices are)', async (type) => {
-    const prompt = [1, ...(await promptTokens())];
+    const prompt = [1 as Token, ...(await promptTokens())];
     // Only the embeddings of the type: llama.cpp reads the values exactly.
     const exactFile = path.join(dir, `${type}-embd.gguf`);
     const exactModel = await llama.loadModel({ modelPath: exactFile });
@@ -211,6 +211,44 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
       await model.dispose();
     }
   }, 180_000);
+
+  it('the platform\'s check before charging takes every type the trainer reads, and refuses another type or architecture naming what it supports', async () => {
+    for (const type of TYPES) expect(await bundledTrainerRefusal(path.join(dir, `${type}.gguf`))).toBeNull();
+    await execFileAsync(python!, [FIXTURE, STORIES_MODEL_FILE, dir, 'IQ2_XXS']);
+    const refusal = await bundledTrainerRefusal(path.join(dir, 'IQ2_XXS.gguf'));
+    expect(refusal).toBe(
+      'the base model IQ2_XXS.gguf has tensors stored as IQ2_XXS (token_embd.weight, blk.0.attn_q.weight, blk.0.attn_k.weight, and 13 more), ' +
+        'which the bundled trainer cannot read; it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS ' +
+        '(a Q4_K_M, Q5_K_M, Q8_0 or f16 file of the model trains)',
+    );
+    // The trainer itself refuses the file with the same list.
+    const generate = await execFileAsync(python!, [TRAINER_SCRIPT, '--generate', '--model', path.join(dir, 'IQ2_XXS.gguf'), '--tokens', '1']).then(
+      () => '',
+      (error: { stderr: string }) => error.stderr,
+    );
+    expect(generate).toContain('tensor token_embd.weight is stored as IQ2_XXS; the trainer reads F32, F16, BF16, Q4_0');
+    // Another architecture: the header says so before any tensor is read.
+    const gpt2 = path.join(dir, 'gpt2.gguf');
+    await execFileAsync(python!, [
+      '-c',
+      'import sys; sys.path.insert(0, sys.argv[1]); import gguf, numpy as np; ' +
+        'gguf.write_gguf(sys.argv[2], {"general.architecture": "gpt2"}, {"token_embd.weight": np.zeros((4, 4), np.float32)})',
+      path.dirname(TRAINER_SCRIPT),
+      gpt2,
+    ]);
+    expect(await bundledTrainerRefusal(gpt2)).toBe('the base model gpt2.gguf has architecture gpt2, which the bundled trainer cannot train; it trains llama, qwen2');
+    expect(await bundledTrainerRefusal(path.join(dir, 'missing.gguf'))).toMatch(/^the base model missing.gguf could not be read as a GGUF file: /);
+  });
+
+  it('names the same tensor types and architectures as the Python trainer', async () => {
+    const { stdout } = await execFileAsync(python!, [
+      '-c',
+      'import sys, json; sys.path.insert(0, sys.argv[1]); import gguf, model; ' +
+        'print(json.dumps({"types": gguf.SUPPORTED_TYPE_NAMES, "archs": sorted(model.ROPE_MODE)}))',
+      path.dirname(TRAINER_SCRIPT),
+    ]);
+    expect(JSON.parse(stdout)).toEqual({ types: TRAINER_TENSOR_TYPES, archs: [...TRAINER_ARCHITECTURES].sort() });
+  });
 
   let storiesVocab: LlamaModel | undefined;
   /** "Once upon a time" in the stories260K tokenizer every test model has. */
