@@ -1,6 +1,6 @@
 // Before a Ray training is priced or launched the cluster must answer (GET /api/version): else a 503 naming RAY_ADDRESS, nothing charged or created.
 import http from 'node:http';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -10,6 +10,7 @@ import type { Trainer } from '../../src/platform/engines/trainer.js';
 import { isPlatformError } from '../../src/platform/errors.js';
 import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
+import { STORIES_MODEL_FILE } from '../kit/engines.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 import { startTestSandbox, type TestSandbox } from '../platform/helpers.js';
 
@@ -38,7 +39,8 @@ describe('Ray launch check', () => {
   async function platformWith(trainer: Trainer) {
     const databaseUrl = await createTestDatabase('raycheck');
     const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-raycheck-'));
-    await writeFile(path.join(dir, `${BASE}.gguf`), 'not read: the launch is refused before');
+    // A real GGUF: the estimate a cluster lets through reads its header (architecture, tensor types).
+    await copyFile(STORIES_MODEL_FILE, path.join(dir, `${BASE}.gguf`));
     const runId = await seedEngineRun(databaseUrl, BASE, ENGINE, [
       { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },
       { id: 'q2', question: 'Lily liked to play in the', answer: 'park' },
