@@ -192,9 +192,11 @@ def train(spec, parent):
                 # position t predicts token t+1: the completion's tokens are the labels.
                 labels[row, len(p) - 1:len(ids) - 1] = torch.tensor(c)
             tokens, labels = tokens.to(device), labels.to(device)
-            logits = model(tokens)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                                     ignore_index=-100)
+            # Logits of the labelled positions only: the same mean loss, without the output layer's
+            # product (and its float32 logits) for the prompt positions.
+            labelled = labels != -100
+            logits = model(tokens, only=labelled)
+            loss = torch.nn.functional.cross_entropy(logits, labels[labelled])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

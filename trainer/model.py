@@ -14,10 +14,12 @@ ROPE_MODE = {"llama": "norm", "qwen2": "neox"}
 LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 
 
-# Frozen matrices are multiplied a slice of rows at a time, each slice widened to float32 only for its
-# product: no float32 copy of a whole matrix lives longer than one slice (the output layer of a
-# 150k-token vocabulary is 0.5 GB in float32).
+# Frozen matrices are multiplied a slice of rows at a time, each slice widened to float32 into one
+# reused buffer: no float32 copy of a whole matrix exists (the output layer of a 150k-token
+# vocabulary is 0.5 GB in float32), and no slice-sized block is allocated and freed per product
+# (freed blocks of that size stay in the C heap and grow the resident set by as much again).
 _SLICE_VALUES = 1 << 23
+_scratch = {}
 
 
 def _row_slices(weight):
@@ -25,9 +27,22 @@ def _row_slices(weight):
     return [(r, min(r + rows, weight.shape[0])) for r in range(0, weight.shape[0], rows)]
 
 
+def _widened(weight, r0, r1, dtype):
+    """Rows r0:r1 of `weight` as `dtype`, in the shared scratch buffer: valid until the next call."""
+    key = (weight.device, dtype)
+    need = (r1 - r0) * weight.shape[1]
+    buf = _scratch.get(key)
+    if buf is None or buf.numel() < need:
+        buf = _scratch[key] = torch.empty(max(need, _SLICE_VALUES), dtype=dtype, device=weight.device)
+    out = buf[:need].view(r1 - r0, weight.shape[1])
+    out.copy_(weight[r0:r1])
+    return out
+
+
 class _FrozenLinear(torch.autograd.Function):
     """x W^T + b for a frozen 16-bit W, computed in x's dtype (float32). Autograd keeps the 16-bit W
-    only, and widens it again a slice at a time for the input's gradient; W and b get none."""
+    only, and widens it again a slice at a time for the input's gradient; W and b get none. (The
+    scratch buffer is safe to share: forward and backward products run one at a time.)"""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -36,7 +51,7 @@ class _FrozenLinear(torch.autograd.Function):
             return F.linear(x, weight, bias)
         out = x.new_empty(x.shape[:-1] + (weight.shape[0],))
         for r0, r1 in _row_slices(weight):
-            out[..., r0:r1] = F.linear(x, weight[r0:r1].to(x.dtype), None if bias is None else bias[r0:r1])
+            out[..., r0:r1] = F.linear(x, _widened(weight, r0, r1, x.dtype), None if bias is None else bias[r0:r1])
         return out
 
     @staticmethod
@@ -49,7 +64,7 @@ class _FrozenLinear(torch.autograd.Function):
         flat = grad.reshape(-1, grad.shape[-1])
         gx = flat.new_zeros(flat.shape[0], weight.shape[1])
         for r0, r1 in _row_slices(weight):
-            gx.addmm_(flat[:, r0:r1], weight[r0:r1].to(grad.dtype))
+            gx.addmm_(flat[:, r0:r1], _widened(weight, r0, r1, grad.dtype))
         return gx.reshape(grad.shape[:-1] + (weight.shape[1],)), None, None
 
 
@@ -184,8 +199,10 @@ class LlamaModel(torch.nn.Module):
             rotated = torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
         return torch.cat((rotated, rest), dim=-1)
 
-    def forward(self, tokens):
-        """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0."""
+    def forward(self, tokens, only=None):
+        """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0. With `only`
+        (a bool mask (batch, seq)), the logits of those positions only, (count, vocab): the output
+        layer, the largest matrix, then costs what the trained positions need."""
         batch, seq = tokens.shape
         device = tokens.device
         positions = torch.arange(seq, device=device)
@@ -208,6 +225,8 @@ class LlamaModel(torch.nn.Module):
             x = x + layer.attn_output(att.transpose(1, 2).reshape(batch, seq, -1))
             h = _rms_norm(x, layer.ffn_norm, self.eps)
             x = x + layer.ffn_down(F.silu(layer.ffn_gate(h)) * layer.ffn_up(h))
+        if only is not None:
+            x = x[only]
         return self.output(_rms_norm(x, self.output_norm, self.eps))
 
     @torch.no_grad()
