@@ -7,7 +7,7 @@ heads, 2 KV heads, FFN 4864, vocabulary 151,936, tied embeddings) and random wei
 --type, plus 24 examples of 41 tokens (984 tokens: 33 prompt + 8 completion each); then runs
 `DIR/lora_train.py --spec` for one epoch (rank 4, attn_q attn_v attn_output ffn_down, batch 4) as a
 child and prints one JSON line: the file's size, the child's peak RSS (wait4's ru_maxrss), its wall
-seconds and the trainer's own seconds. --trainer picks which trainer runs (another checkout's
+and CPU seconds and the trainer's own seconds. --trainer picks which trainer runs (another checkout's
 trainer/ folder compares two versions on the same file).
 """
 
@@ -87,6 +87,7 @@ def main():
     print(json.dumps({
         "trainer": os.path.abspath(args.trainer), "type": args.type, "fileMB": round(os.path.getsize(model) / 2**20),
         "peakRssMB": round(usage.ru_maxrss / 1024), "wallSeconds": round(wall, 1),
+        "cpuSeconds": round(usage.ru_utime + usage.ru_stime, 1),
         "trainerSeconds": done.get("metrics", {}).get("seconds"), "outcome": done.get("type"),
         "message": done.get("message"), "exit": os.waitstatus_to_exitcode(status),
         "loadAverage": round(os.getloadavg()[0], 1),
