@@ -10,9 +10,9 @@ import type { Trainer } from '@verdict/platform/engines/trainer';
 import { isPlatformError } from '@verdict/contract/errors';
 import { seedEngineRun } from './fixtures/engine-run.js';
 import { createTestDatabase } from '../kit/database.js';
+import { STORIES_MODEL_FILE } from '../kit/engines.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
 import { startTestSandbox, type TestSandbox } from '../platform/helpers.js';
-import { STORIES_MODEL_FILE } from '../kit/engines.js';
 
 const ENGINE = 'test engine, CPU';
 const BASE = 'tiny-stories';
@@ -39,7 +39,7 @@ describe('Ray launch check', () => {
   async function platformWith(trainer: Trainer) {
     const databaseUrl = await createTestDatabase('raycheck');
     const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-raycheck-'));
-    // A real GGUF: the platform reads its architecture before asking the cluster.
+    // A real GGUF: the estimate a cluster lets through reads its header (architecture, tensor types).
     await copyFile(STORIES_MODEL_FILE, path.join(dir, `${BASE}.gguf`));
     const runId = await seedEngineRun(databaseUrl, BASE, ENGINE, [
       { id: 'q1', question: 'Once upon a time, there was a little', answer: 'girl' },

@@ -1,14 +1,15 @@
 // The training supervisor through the platform API: a real training is a durable job, trained once per launch, rerun after a crash, completed once.
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '@verdict/contract/errors';
 import type { AdapterRegistration } from '@verdict/platform/engines/lora-adapters';
 import type { Trainer } from '@verdict/platform/engines/trainer';
-import { trainableModelProblem } from '@verdict/platform/engines/pytorch-trainer';
+import { bundledTrainerRefusal } from '@verdict/platform/engines/trainer-base-model';
 import { createHttpPlatform } from '@verdict/contract/http-client';
 import type { Platform } from '@verdict/contract/platform';
 import type { SandboxTrainingOptions } from '@verdict/platform/sandbox/sandbox';
@@ -18,8 +19,13 @@ import { startReceiver, startTestSandbox, waitFor, waitForTraining, type Receive
 import { testTrainer } from './fixtures/test-trainer.js';
 import { readyLine } from './fixtures/ready-line.js';
 import { nodeArgs } from '../kit/compiled.js';
+import { STORIES_MODEL_FILE, pythonWithTorch } from '../kit/engines.js';
 
 const ENGINE = 'test engine, CPU';
+const execFileAsync = promisify(execFile);
+/** Writes the kit's GGUF of a tensor type the bundled trainer does not read (numpy is enough; torch's python has it). */
+const python = pythonWithTorch();
+if (!python) console.warn('SKIPPED the refusal of a base model with unreadable tensors: no python with numpy and torch');
 const BASE = 'tiny-stories';
 
 interface Setup {
@@ -225,6 +231,38 @@ describe('real trainings under the training supervisor', () => {
     expect(setup.registrations.map((r) => r.path)).toEqual([adapter]);
   });
 
+  it.skipIf(!python)('a base model with tensors the bundled trainer cannot read is refused at the estimate and the launch, naming the types it reads, and nothing is charged', async () => {
+    // A real GGUF (written by the test kit) whose matrices are IQ2_XXS, in place of the base model's file.
+    await execFileAsync(python!, [path.resolve('test/platform/engines/fixtures/gguf_quant.py'), STORIES_MODEL_FILE, setup.dir, 'IQ2_XXS']);
+    await rename(path.join(setup.dir, 'IQ2_XXS.gguf'), path.join(setup.dir, `${BASE}.gguf`));
+    const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
+    const { trainer, state } = testTrainer();
+    const { platform } = await start({ ...trainer, checkBaseModel: bundledTrainerRefusal });
+    const dataset = await platform.buildDataset({ runId }, 'ds');
+    const balance = (await platform.getBalance()).balanceCredits;
+    for (const call of [
+      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
+      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
+    ]) {
+      const error = await call().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isPlatformError(error)).toBe(true);
+      if (!isPlatformError(error)) continue;
+      expect(error.code).toBe('engine_unavailable');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain(`${BASE} cannot be trained here: the base model ${BASE}.gguf has tensors stored as IQ2_XXS (token_embd.weight`);
+      expect(error.message).toContain('it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS');
+    }
+    expect((await platform.getBalance()).balanceCredits).toBe(balance);
+    const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
+    const count = await pool.query('SELECT count(*)::int AS n FROM sandbox.trainings');
+    await pool.end();
+    expect(count.rows[0].n).toBe(0);
+    expect(state.starts).toHaveLength(0);
+  });
+
   it('without PyTorch the estimate and the launch refuse with a coded error saying how to install it, and nothing is created', async () => {
     const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const { trainer, state } = testTrainer({ available: { ok: false, reason: 'no python with torch found (tried python3, /usr/bin/python3)' } });
@@ -257,7 +295,7 @@ describe('real trainings under the training supervisor', () => {
     await writeFile(path.join(setup.dir, `${BASE}.gguf`), ggufHeaderOnly({ 'general.architecture': 'mamba', 'general.name': 'tiny mamba' }));
     const runId = await seedEngineRun(setup.databaseUrl, BASE, ENGINE, ITEMS);
     const { trainer, state } = testTrainer();
-    const { platform } = await start({ ...trainer, baseModelProblem: trainableModelProblem });
+    const { platform } = await start({ ...trainer, checkBaseModel: bundledTrainerRefusal });
     const dataset = await platform.buildDataset({ runId }, 'ds');
     const balance = await platform.getBalance();
     for (const call of [
@@ -274,7 +312,7 @@ describe('real trainings under the training supervisor', () => {
       expect(error.retryable).toBe(false);
       expect(error.message).toMatch(/^POST \/api\/v1\/trainings(\/estimate)?: /);
       expect(error.message).toContain(
-        `training ${BASE} is not possible: the base model ${BASE}.gguf is a mamba model; the bundled trainer trains gemma2, gemma3, llama, phi3, qwen2, qwen3 models`,
+        `${BASE} cannot be trained here: the base model ${BASE}.gguf has architecture mamba, which the bundled trainer cannot train; it trains gemma2, gemma3, llama, phi3, qwen2, qwen3`,
       );
     }
     expect(await platform.getBalance()).toEqual(balance);

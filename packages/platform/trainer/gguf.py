@@ -6,6 +6,8 @@ import struct
 
 import numpy as np
 
+from quants import BLOCK_TYPES
+
 GGUF_MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
 
@@ -22,12 +24,20 @@ _ARRAY_DTYPE = {
     T_FLOAT32: "<f4", T_BOOL: "<u1", T_UINT64: "<u8", T_INT64: "<i8", T_FLOAT64: "<f8",
 }
 
-# ggml tensor types this reader dequantizes.
-GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
+# ggml tensor type ids (ggml.h's enum ggml_type).
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0 = 0, 1, 2, 3, 6, 7, 8
+GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 10, 11, 12, 13, 14
+GGML_IQ4_NL, GGML_IQ4_XS, GGML_BF16 = 20, 23, 30
+READABLE_TYPES = (GGML_F32, GGML_F16, GGML_BF16) + tuple(sorted(BLOCK_TYPES))
+# Dequantized per slice of this many values: bounds the float32 temporaries of a big quantized tensor.
+_DEQUANT_CHUNK = 1 << 22
 GGML_TYPE_NAMES = {
     0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
-    10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 30: "BF16",
+    10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS",
+    18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
+    26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4",
 }
+SUPPORTED_TYPE_NAMES = [GGML_TYPE_NAMES[t] for t in READABLE_TYPES]
 
 
 class GgufError(Exception):
@@ -78,6 +88,7 @@ class GgufFile:
         with open(path, "rb") as f:
             # Mapped, not read: a model's tensors are copied out one at a time as torch needs them.
             self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._fd = os.open(path, os.O_RDONLY)
         r = _Reader(memoryview(self._data))
         if bytes(r.take(4)) != GGUF_MAGIC:
             raise GgufError("%s is not a GGUF file (bad magic)" % path)
@@ -107,32 +118,82 @@ class GgufFile:
     def get(self, key, default=None):
         return self.kv.get(key, default)
 
-    def tensor(self, name):
-        """The tensor as float32 with numpy shape reversed from ggml's ne (ne[0] varies fastest)."""
+    def tensor_type(self, name):
+        """The ggml type id of a tensor."""
+        return self._entry(name)[1]
+
+    def _entry(self, name):
         if name not in self.tensors:
             raise GgufError("tensor %s is missing from %s" % (name, os.path.basename(self.path)))
         ne, ttype, offset = self.tensors[name]
+        if ttype not in READABLE_TYPES:
+            raise GgufError(
+                "tensor %s is stored as %s; the trainer reads %s" % (
+                    name, GGML_TYPE_NAMES.get(ttype, "type %d" % ttype), ", ".join(SUPPORTED_TYPE_NAMES)))
+        return ne, ttype, offset
+
+    def _read(self, start, size):
+        data = bytearray(size)
+        view = memoryview(data)
+        done = 0
+        while done < size:
+            n = os.preadv(self._fd, [view[done:]], start + done)
+            if n <= 0:
+                raise GgufError("%s ends inside its tensor data (truncated)" % os.path.basename(self.path))
+            done += n
+        return data
+
+    def tensor(self, name, dtype=np.float32):
+        """The tensor with numpy shape reversed from ggml's ne (ne[0] varies fastest), as `dtype`
+        (float32 or float16; a value beyond float16's range raises). Read with pread, not through
+        the mapping, and dequantized a slice of rows at a time: no page of the file stays resident
+        and no float32 copy of a whole quantized tensor is made when float16 is asked."""
+        ne, ttype, offset = self._entry(name)
+        dtype = np.dtype(dtype)
         count = int(np.prod(ne)) if ne else 1
         start = self.data_start + offset
         shape = tuple(reversed(ne))
-        if ttype == GGML_F32:
-            arr = np.frombuffer(self._data, dtype="<f4", count=count, offset=start)
-        elif ttype == GGML_F16:
-            arr = np.frombuffer(self._data, dtype="<f2", count=count, offset=start).astype(np.float32)
+        if ttype in (GGML_F32, GGML_F16):
+            raw = np.frombuffer(self._read(start, count * (4 if ttype == GGML_F32 else 2)),
+                                dtype="<f4" if ttype == GGML_F32 else "<f2")
+            out = raw if raw.dtype == dtype else raw.astype(dtype)
         elif ttype == GGML_BF16:
-            raw = np.frombuffer(self._data, dtype="<u2", count=count, offset=start)
-            arr = (raw.astype(np.uint32) << 16).view(np.float32)
-        elif ttype == GGML_Q8_0:
-            blocks = count // 32
-            raw = np.frombuffer(self._data, dtype=np.uint8, count=blocks * 34, offset=start).reshape(blocks, 34)
-            scale = raw[:, :2].copy().view("<f2").astype(np.float32)
-            quants = raw[:, 2:].copy().view(np.int8).astype(np.float32)
-            arr = (quants * scale).reshape(-1)
+            raw = np.frombuffer(self._read(start, count * 2), dtype="<u2")
+            out = (raw.astype(np.uint32) << 16).view(np.float32)
+            out = out if dtype == np.float32 else out.astype(dtype)
         else:
-            raise GgufError(
-                "tensor %s is stored as %s; the trainer reads F32, F16, BF16 and Q8_0 models only "
-                "(convert the model to f16 first)" % (name, GGML_TYPE_NAMES.get(ttype, "type %d" % ttype)))
-        return np.array(arr, dtype=np.float32).reshape(shape)
+            per_block, block_bytes, dequantize = BLOCK_TYPES[ttype]
+            row = int(ne[0])
+            if row % per_block:
+                raise GgufError("tensor %s has rows of %d values, not a multiple of %s's block of %d" % (
+                    name, row, GGML_TYPE_NAMES[ttype], per_block))
+            blocks = count // per_block
+            out = np.empty(count, dtype=dtype)
+            step = max(1, _DEQUANT_CHUNK // per_block)
+            for first in range(0, blocks, step):
+                n = min(step, blocks - first)
+                raw = np.frombuffer(self._read(start + first * block_bytes, n * block_bytes), dtype=np.uint8)
+                values = dequantize(raw.reshape(n, block_bytes)).reshape(-1)
+                out[first * per_block:(first + n) * per_block] = values
+        if dtype == np.float16 and not np.isfinite(out).all():
+            raise GgufError("tensor %s has values beyond float16's range" % name)
+        return out.reshape(shape)
+
+    def tensor16(self, name):
+        """The tensor in 16 bits: ("f16", float16 array), or ("bf16", uint16 array of bfloat16 bits)
+        for a BF16 tensor or one whose values exceed float16's range."""
+        ne, ttype, _ = self._entry(name)
+        if ttype == GGML_BF16:
+            count = int(np.prod(ne)) if ne else 1
+            raw = np.frombuffer(self._read(self.data_start + self.tensors[name][2], count * 2), dtype="<u2")
+            return "bf16", raw.reshape(tuple(reversed(ne)))
+        try:
+            return "f16", self.tensor(name, np.float16)
+        except GgufError:
+            wide = self.tensor(name)
+            # Round to nearest even into the upper 16 bits.
+            bits = wide.view(np.uint32).astype(np.uint64)
+            return "bf16", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def _pack_string(s):
@@ -164,11 +225,19 @@ def _pack_kv(key, value, vtype=None):
     raise GgufError("cannot write metadata %s of type %s" % (key, type(value).__name__))
 
 
+class RawTensor:
+    """A tensor written as given: its ggml type id, numpy-order shape, and encoded bytes."""
+
+    def __init__(self, ggml_type, shape, data):
+        self.ggml_type, self.shape, self.data = ggml_type, tuple(shape), data
+
+
 def write_gguf(path, kv, tensors, kv_types=None):
     """Writes a GGUF v3 file atomically: a temp file beside `path`, fsync, rename.
 
-    `tensors` maps names to float32 or float16 numpy arrays in numpy shape (ggml ne is the reverse);
-    `kv_types` optionally gives a scalar's GGUF type (as `GgufFile.kv_types` reads them)."""
+    `tensors` maps names to float32 or float16 numpy arrays in numpy shape (ggml ne is the reverse),
+    or to `RawTensor`s (already encoded blocks of any ggml type); `kv_types` optionally gives a
+    scalar's GGUF type (as `GgufFile.kv_types` reads them)."""
     kv_types = kv_types or {}
     alignment = DEFAULT_ALIGNMENT
     header = bytearray()
@@ -178,12 +247,16 @@ def write_gguf(path, kv, tensors, kv_types=None):
     blobs = []
     offset = 0
     for name, arr in tensors.items():
-        half = arr.dtype == np.float16
-        data = np.ascontiguousarray(arr, dtype="<f2" if half else "<f4").tobytes()
-        header += _pack_string(name) + struct.pack("<I", arr.ndim)
-        for dim in reversed(arr.shape):
+        if isinstance(arr, RawTensor):
+            ttype, shape, data = arr.ggml_type, arr.shape, bytes(arr.data)
+        else:
+            half = arr.dtype == np.float16
+            ttype, shape = (GGML_F16 if half else GGML_F32), arr.shape
+            data = np.ascontiguousarray(arr, dtype="<f2" if half else "<f4").tobytes()
+        header += _pack_string(name) + struct.pack("<I", len(shape))
+        for dim in reversed(shape):
             header += struct.pack("<Q", dim)
-        header += struct.pack("<I", GGML_F16 if half else GGML_F32) + struct.pack("<Q", offset)
+        header += struct.pack("<I", ttype) + struct.pack("<Q", offset)
         blobs.append(data)
         offset += (len(data) + alignment - 1) // alignment * alignment
     pad = (-len(header)) % alignment

@@ -196,9 +196,11 @@ def train(spec, parent):
                 # position t predicts token t+1: the completion's tokens are the labels.
                 labels[row, len(p) - 1:len(ids) - 1] = torch.tensor(c)
             tokens, labels = tokens.to(device), labels.to(device)
-            logits = model(tokens)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                                     ignore_index=-100)
+            # Logits of the labelled positions only: the same mean loss, without the output layer's
+            # product (and its float32 logits) for the prompt positions.
+            labelled = labels != -100
+            logits = model(tokens, only=labelled)
+            loss = torch.nn.functional.cross_entropy(logits, labels[labelled])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -271,13 +273,10 @@ def generate(args):
                 modules[full].set_lora(a, b, alpha)
     tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
     eos = base.get("tokenizer.ggml.eos_token_id")
-    out = model.greedy(tokens, args.max_tokens, None if eos is None else int(eos))
-    result = {"tokens": out}
-    if args.probabilities:
-        # The next-token distribution at the prompt's last position and after each generated token but the last.
-        with torch.no_grad():
-            logits = model(torch.tensor([tokens + out]))[0, len(tokens) - 1:len(tokens) + max(0, len(out) - 1)]
-        result["probabilities"] = [[round(float(p), 7) for p in row] for row in torch.softmax(logits.double(), dim=-1)]
+    probabilities = [] if args.probabilities else None
+    result = {"tokens": model.greedy(tokens, args.max_tokens, None if eos is None else int(eos), probabilities)}
+    if probabilities is not None:
+        result["probabilities"] = [[round(float(p), 7) for p in step] for step in probabilities]
     print(json.dumps(result))
 
 

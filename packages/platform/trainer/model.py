@@ -78,8 +78,62 @@ def attention_mode():
     return wanted
 
 
+# Frozen matrices are multiplied a slice of rows at a time, each slice widened to float32 into one
+# reused buffer: no float32 copy of a whole matrix exists (the output layer of a 150k-token
+# vocabulary is 0.5 GB in float32), and no slice-sized block is allocated and freed per product
+# (freed blocks of that size stay in the C heap and grow the resident set by as much again).
+_SLICE_VALUES = 1 << 23
+_scratch = {}
+
+
+def _row_slices(weight):
+    rows = max(1, _SLICE_VALUES // max(1, weight.shape[1]))
+    return [(r, min(r + rows, weight.shape[0])) for r in range(0, weight.shape[0], rows)]
+
+
+def _widened(weight, r0, r1, dtype):
+    """Rows r0:r1 of `weight` as `dtype`, in the shared scratch buffer: valid until the next call."""
+    key = (weight.device, dtype)
+    need = (r1 - r0) * weight.shape[1]
+    buf = _scratch.get(key)
+    if buf is None or buf.numel() < need:
+        buf = _scratch[key] = torch.empty(max(need, _SLICE_VALUES), dtype=dtype, device=weight.device)
+    out = buf[:need].view(r1 - r0, weight.shape[1])
+    out.copy_(weight[r0:r1])
+    return out
+
+
+class _FrozenLinear(torch.autograd.Function):
+    """x W^T + b for a frozen 16-bit W, computed in x's dtype (float32). Autograd keeps the 16-bit W
+    only, and widens it again a slice at a time for the input's gradient; W and b get none. (The
+    scratch buffer is safe to share: forward and backward products run one at a time.)"""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(weight)
+        if weight.dtype == x.dtype:
+            return F.linear(x, weight, bias)
+        out = x.new_empty(x.shape[:-1] + (weight.shape[0],))
+        for r0, r1 in _row_slices(weight):
+            out[..., r0:r1] = F.linear(x, _widened(weight, r0, r1, x.dtype), None if bias is None else bias[r0:r1])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (weight,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if weight.dtype == grad.dtype:
+            return grad.matmul(weight), None, None
+        flat = grad.reshape(-1, grad.shape[-1])
+        gx = flat.new_zeros(flat.shape[0], weight.shape[1])
+        for r0, r1 in _row_slices(weight):
+            gx.addmm_(flat[:, r0:r1], _widened(weight, r0, r1, grad.dtype))
+        return gx.reshape(grad.shape[:-1] + (weight.shape[1],)), None, None
+
+
 class LoraLinear(torch.nn.Module):
-    """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W and b frozen, A and B trained."""
+    """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W (16-bit) and b frozen, A and B trained in float32."""
 
     def __init__(self, weight, bias=None):
         super().__init__()
@@ -105,10 +159,19 @@ class LoraLinear(torch.nn.Module):
         self.scale = alpha / a.shape[0] if alpha else 1.0
 
     def forward(self, x):
-        y = F.linear(x, self.weight, self.bias)
+        y = _FrozenLinear.apply(x, self.weight, self.bias)
         if self.lora_a is not None:
             y = y + self.scale * F.linear(F.linear(x, self.lora_a), self.lora_b)
         return y
+
+
+def frozen_matrix(gguf, name):
+    """A weight matrix as torch keeps it frozen: float16, or bfloat16 for a BF16 tensor (or one
+    beyond float16's range); never wider than 16 bits, whatever the file stores."""
+    kind, array = gguf.tensor16(name)
+    if kind == "bf16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _rms_norm(x, weight, eps):
@@ -211,8 +274,11 @@ class LlamaModel(torch.nn.Module):
         def frozen(name):
             return torch.nn.Parameter(t(name), requires_grad=False)
 
-        self.tok_embd = torch.nn.Parameter(t("token_embd.weight"), requires_grad=False)
-        out = None if spec.get("tied_output") else opt("output.weight")
+        def w(name):
+            return frozen_matrix(gguf, name)
+
+        self.tok_embd = torch.nn.Parameter(w("token_embd.weight"), requires_grad=False)
+        out = None if spec.get("tied_output") or "output.weight" not in gguf.tensors else w("output.weight")
         self.output = LoraLinear(out if out is not None else self.tok_embd.data)
         self.output_norm = frozen("output_norm.weight")
         self.linear_names = linear_names(arch)
@@ -228,7 +294,7 @@ class LlamaModel(torch.nn.Module):
                 layer.attn_post_norm = frozen("blk.%d.post_attention_norm.weight" % i)
                 layer.ffn_post_norm = frozen("blk.%d.post_ffw_norm.weight" % i)
             for name in self.linear_names:
-                setattr(layer, name, LoraLinear(t("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
+                setattr(layer, name, LoraLinear(w("blk.%d.%s.weight" % (i, name)), opt("blk.%d.%s.bias" % (i, name))))
             self.layers.append(layer)
 
         # Llama 3.x divides its RoPE frequencies by rope_freqs (llama.cpp's per-layer rope factors).
@@ -286,8 +352,10 @@ class LlamaModel(torch.nn.Module):
         act = _gelu_tanh if self.spec.get("gemma") else F.silu
         return layer.ffn_down(act(layer.ffn_gate(h)) * layer.ffn_up(h))
 
-    def forward(self, tokens):
-        """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0."""
+    def forward(self, tokens, only=None):
+        """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0. With `only`
+        (a bool mask (batch, seq)), the logits of those positions only, (count, vocab): the output
+        layer, the largest matrix, then costs what the trained positions need."""
         batch, seq = tokens.shape
         device = tokens.device
         positions = torch.arange(seq, device=device)
@@ -296,7 +364,7 @@ class LlamaModel(torch.nn.Module):
         if self.window is not None and any(self.local):
             # Key position p is out of a query at position q's window when q - p >= window.
             local_mask = causal.masked_fill(positions[:, None] - positions[None, :] >= self.window, float("-inf"))
-        x = self.tok_embd[tokens]
+        x = self.tok_embd[tokens].float()
         if self.embed_scale != 1.0:
             x = x * self.embed_scale
         rep = self.n_head // self.n_head_kv
@@ -325,13 +393,17 @@ class LlamaModel(torch.nn.Module):
             if gemma:
                 ffn = _rms_norm(ffn, layer.ffn_post_norm, self.eps)
             x = x + ffn
+        if only is not None:
+            x = x[only]
         logits = self.output(_rms_norm(x, self.output_norm, self.eps))
         if self.final_softcap:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
         return logits
 
     @torch.no_grad()
-    def greedy(self, tokens, max_tokens, eos=None):
+    def greedy(self, tokens, max_tokens, eos=None, probs=None):
+        """Greedy continuation token ids; with a `probs` list, the next-token distribution each of them
+        was chosen from is appended to it (one per token returned)."""
         ids = list(tokens)
         out = []
         for _ in range(max_tokens):
@@ -339,6 +411,8 @@ class LlamaModel(torch.nn.Module):
             nxt = int(torch.argmax(logits))
             if eos is not None and nxt == eos:
                 break
+            if probs is not None:
+                probs.append(torch.softmax(logits.double(), dim=-1).cpu().numpy())
             ids.append(nxt)
             out.append(nxt)
         return out

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TRAINABLE_ARCHITECTURES, TRAINER_SCRIPT, createPytorchTrainer, trainableModelProblem } from '@verdict/platform/engines/pytorch-trainer';
+import { TRAINER_SCRIPT, createPytorchTrainer } from '@verdict/platform/engines/pytorch-trainer';
+import { TRAINER_ARCHITECTURES, bundledTrainerRefusal } from '@verdict/platform/engines/trainer-base-model';
 import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir } from '@verdict/platform/engines/trainer';
 import { pythonWithTorch, STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 
@@ -101,9 +102,9 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
 
   it('the trainer builds the architectures the platform lets through, and refuses another naming them', async () => {
     const { stdout } = await execFileAsync(PYTHON!, ['-c', 'import sys, json; sys.path.insert(0, sys.argv[1]); import model; print(json.dumps(model.SUPPORTED_ARCHITECTURES))', path.dirname(TRAINER_SCRIPT)]);
-    expect(JSON.parse(stdout)).toEqual([...TRAINABLE_ARCHITECTURES]);
-    for (const variant of Object.keys(VARIANTS) as Variant[]) expect(await trainableModelProblem(files[variant])).toBeNull();
-    expect(await trainableModelProblem(path.join(dir, 'missing.gguf'))).toMatch(/^the base model missing.gguf is not a readable GGUF file: /);
+    expect(JSON.parse(stdout)).toEqual([...TRAINER_ARCHITECTURES]);
+    for (const variant of Object.keys(VARIANTS) as Variant[]) expect(await bundledTrainerRefusal(files[variant])).toBeNull();
+    expect(await bundledTrainerRefusal(path.join(dir, 'missing.gguf'))).toMatch(/^the base model missing.gguf could not be read as a GGUF file: /);
 
     // The trainer itself, asked anyway (a spec written by hand), fails before computing anything.
     const mamba = path.join(dir, 'mamba.gguf');
@@ -119,7 +120,7 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
       { jobId: 'mamba', baseModelPath: mamba, datasetPath, adapterPath: path.join(dir, 'mamba-lora.gguf'), workDir: path.join(dir, 'mamba-work'), hyperparameters: DEFAULT_LORA_HYPERPARAMETERS, threads: 1 },
       () => undefined,
     );
-    expect(await job.done).toEqual({ type: 'failed', message: 'the base model mamba.gguf is a mamba model; the bundled trainer trains gemma2, gemma3, llama, phi3, qwen2, qwen3 models' });
+    expect(await job.done).toEqual({ type: 'failed', message: 'the base model mamba.gguf has architecture mamba, which the bundled trainer cannot train; it trains gemma2, gemma3, llama, phi3, qwen2, qwen3' });
     // lora_train.py given such a spec anyway (another launcher) fails the same way, before computing anything.
     const tokensPath = path.join(dir, 'mamba-tokens.jsonl');
     await writeFile(tokensPath, `${JSON.stringify({ prompt: [1, 2], completion: [3] })}\n`);
@@ -245,10 +246,10 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
       'from peft_folder import peft_layout_problem',
       'print(json.dumps([peft_layout_problem(a, n) for a, n in json.loads(sys.argv[2])]))',
     ].join('\n');
-    const cases = [...TRAINABLE_ARCHITECTURES.map((arch) => [arch, 26]), ['gemma3', 34], ['gemma3', 62], ['mamba', 2]];
+    const cases = [...TRAINER_ARCHITECTURES.map((arch) => [arch, 26]), ['gemma3', 34], ['gemma3', 62], ['mamba', 2]];
     const { stdout } = await execFileAsync(PYTHON!, ['-c', script, path.dirname(TRAINER_SCRIPT), JSON.stringify(cases)]);
     const problems = JSON.parse(stdout) as Array<string | null>;
-    expect(problems.slice(0, TRAINABLE_ARCHITECTURES.length)).toEqual(TRAINABLE_ARCHITECTURES.map(() => null));
+    expect(problems.slice(0, TRAINER_ARCHITECTURES.length)).toEqual(TRAINER_ARCHITECTURES.map(() => null));
     expect(problems.slice(-3)).toEqual([
       'a gemma3 model with 34 blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module paths the trainer does not write; the GGUF adapter is complete',
       'a gemma3 model with 62 blocks is a multimodal Gemma 3 (4B, 12B or 27B), whose Hugging Face module paths the trainer does not write; the GGUF adapter is complete',

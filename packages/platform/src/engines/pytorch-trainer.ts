@@ -5,8 +5,9 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { readGgufFileInfo, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
+import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
+import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { z } from 'zod';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
@@ -94,28 +95,6 @@ export function tokenizeExample(model: LlamaModel, example: TrainingExample): To
   const isPrefix = joint.length > prompt.length && prompt.every((token, i) => joint[i] === token);
   const completion = isPrefix ? joint.slice(prompt.length) : model.tokenize(example.completion, false, 'trimLeadingSpace');
   return { prompt, completion };
-}
-
-/** The GGUF architectures trainer/model.py builds (its `ARCHS`; a test keeps the two lists equal). */
-export const TRAINABLE_ARCHITECTURES = ['gemma2', 'gemma3', 'llama', 'phi3', 'qwen2', 'qwen3'] as const;
-
-/**
- * Why the bundled trainer cannot train the model in `baseModelPath`, in the user's words, or null:
- * its `general.architecture` is one of {@link TRAINABLE_ARCHITECTURES}. Reads the GGUF header only.
- */
-export async function trainableModelProblem(baseModelPath: string): Promise<string | null> {
-  let arch: unknown;
-  try {
-    const info = await readGgufFileInfo(baseModelPath, { readTensorInfo: false, logWarnings: false });
-    arch = (info.metadata as { general?: { architecture?: unknown } }).general?.architecture;
-  } catch (error) {
-    return `the base model ${path.basename(baseModelPath)} is not a readable GGUF file: ${(error as Error).message}`;
-  }
-  if (typeof arch === 'string' && (TRAINABLE_ARCHITECTURES as readonly string[]).includes(arch)) return null;
-  return (
-    `the base model ${path.basename(baseModelPath)} is a ${typeof arch === 'string' && arch ? `${arch}` : 'GGUF model without a general.architecture'} model; ` +
-    `the bundled trainer trains ${TRAINABLE_ARCHITECTURES.join(', ')} models`
-  );
 }
 
 /** How much lower a training runs than the process that starts it (nice levels, capped at 19), as `nice -n 10` would. */
@@ -261,7 +240,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
     },
 
-    baseModelProblem: trainableModelProblem,
+    checkBaseModel: bundledTrainerRefusal,
 
     async availability() {
       const result = await findPython();
@@ -279,7 +258,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       } catch {
         return jobFailed(`the base model file ${spec.baseModelPath} does not exist`);
       }
-      const problem = await trainableModelProblem(spec.baseModelPath);
+      const problem = await bundledTrainerRefusal(spec.baseModelPath);
       if (problem) return jobFailed(problem);
       let tokenized: TokenizedExample[];
       try {

@@ -5,8 +5,9 @@ import { copyFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } f
 import path from 'node:path';
 import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
+import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
-import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainableModelProblem, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
@@ -419,8 +420,8 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
 
   return {
     label: `PyTorch LoRA as Ray jobs on ${host} (${reserved})`,
-    /** The same trainer runs on the cluster: the same architectures. */
-    baseModelProblem: trainableModelProblem,
+    /** The cluster runs the bundled trainer: the same architectures and tensor types. */
+    checkBaseModel: bundledTrainerRefusal,
     /** Whether the cluster answers now (`GET /api/version`): a launch it would not take is refused before anything is charged. */
     async availability() {
       try {

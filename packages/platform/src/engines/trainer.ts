@@ -131,11 +131,6 @@ export interface Trainer {
   readonly label: string;
   /** Whether this machine can train, and if not, why in the user's words (e.g. torch missing). */
   availability(): Promise<{ ok: true } | TrainerUnavailable>;
-  /**
-   * Optional: why this trainer cannot train the base model in the GGUF file `baseModelPath` (its
-   * architecture), in the user's words, or null when it can. Asked before a training is charged.
-   */
-  baseModelProblem?(baseModelPath: string): Promise<string | null>;
   /** Starts a job; `onEvent` receives progress lines as they come. */
   start(spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): Promise<TrainerJob>;
   /**
@@ -151,4 +146,10 @@ export interface Trainer {
   stopOrphan?(spec: TrainingSpec): Promise<OrphanStop>;
   /** False when the trainer works from the base model's id, not its GGUF file on this machine. Default true. */
   readonly needsBaseModelFile?: boolean;
+  /**
+   * Optional: why this trainer cannot train the base model file at `baseModelPath` (an architecture
+   * or tensor type it does not handle), in the user's words, or null when it can. Asked before a
+   * training is priced or charged.
+   */
+  checkBaseModel?(baseModelPath: string): Promise<string | null>;
 }

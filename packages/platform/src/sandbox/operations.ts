@@ -467,13 +467,13 @@ async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Prom
     throw unavailable(`${install}. ${available.reason}`);
   }
   const baseId = model.kind === 'base' ? model.id : model.base_model_id!;
-  const baseFile = engine.baseModelPath(baseId);
-  if (engine.trainer.needsBaseModelFile !== false && baseFile === null) {
-    throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
+  if (engine.trainer.needsBaseModelFile !== false) {
+    const file = engine.baseModelPath(baseId);
+    if (file === null) throw unavailable(`training ${model.id} needs the GGUF file of ${baseId} in MODELS_DIR; it is not on this machine`);
+    // A model the trainer cannot build or read (its architecture, a tensor type) is refused here, before any charge.
+    const refusal = engine.trainer.checkBaseModel ? await engine.trainer.checkBaseModel(file) : null;
+    if (refusal !== null) throw unavailable(`${model.id} cannot be trained here: ${refusal}`);
   }
-  // A model the trainer cannot build (its architecture) is refused here, before any charge.
-  const problem = baseFile !== null && engine.trainer.baseModelProblem ? await engine.trainer.baseModelProblem(baseFile) : null;
-  if (problem) throw unavailable(`training ${model.id} is not possible: ${problem}`);
   return engine;
 }
 
