@@ -1,4 +1,5 @@
 // compareRuns: joins two benchmark runs per question and computes every figure and the verdict.
+// One pure computation kept in one file so that its figures can be read against the reference values together.
 
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from './bootstrap.js';
 import { AnalysisError } from './errors.js';

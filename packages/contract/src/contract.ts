@@ -1,4 +1,5 @@
 // The platform API contract (docs/platform-api.md) as zod schemas: snake_case on the wire, camelCase in TypeScript.
+// One file on purpose: it is the whole wire format, read beside the doc, and every schema in it changes with it.
 import { z } from 'zod';
 
 export const API_PREFIX = '/api/v1';

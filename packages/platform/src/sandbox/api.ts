@@ -1,4 +1,5 @@
 // The sandbox's HTTP surface: routes of /api/v1, token auth, fault injection, JSON errors, and the web pages.
+// One route table: each handler is a few lines that parse, call sandbox/operations and answer.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';

@@ -1,4 +1,5 @@
 // The sandbox's seeded catalogue: base models, benchmarks, and question texts computed from the seed.
+// Its length is data (the models and benchmarks the simulator offers), not logic.
 import type { BenchmarkWire, Scoring } from '@verdict/contract/contract';
 import { createRandom, hash32, pick, pickInt } from './random.js';
 
