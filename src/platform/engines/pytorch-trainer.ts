@@ -5,9 +5,10 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
-import { loadCpuLlama } from './llama-cpu.js';
+import type { JinjaTemplateChatWrapper, Llama, LlamaModel, Token } from 'node-llama-cpp';
 import { z } from 'zod';
+import { chatExampleTokens, chatTemplateOf, chatWrapperFor } from './chat-form.js';
+import { loadCpuLlama } from './llama-cpu.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
@@ -68,7 +69,7 @@ export const trainerEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('failed'), message: z.string() }),
 ]);
 
-const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1) });
+const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1), style: z.enum(['chat', 'completion']).optional() });
 
 export interface TokenizedExample {
   prompt: Token[];
@@ -96,6 +97,32 @@ export function tokenizeExample(model: LlamaModel, example: TrainingExample): To
   const isPrefix = joint.length > prompt.length && prompt.every((token, i) => joint[i] === token);
   const completion = isPrefix ? joint.slice(prompt.length) : model.tokenize(example.completion, false, 'trimLeadingSpace');
   return { prompt, completion };
+}
+
+/** A dataset the base model cannot be trained on in the form its runs asked (said in the user's words). */
+export class ChatFormError extends Error {}
+
+/**
+ * Every example tokenized as its run asked it (see {@link TrainingExample.style}): in chat form
+ * through the GGUF's own chat template, the way the embedded server renders a chat request
+ * ({@link chatExampleTokens}); in completion form as {@link tokenizeExample}. Throws a
+ * {@link ChatFormError} for a chat-form example on a model whose GGUF has no chat template.
+ */
+export function tokenizeExamples(model: LlamaModel, examples: readonly TrainingExample[]): TokenizedExample[] {
+  const template = chatTemplateOf(model.fileInfo.metadata);
+  let wrapper: JinjaTemplateChatWrapper | undefined;
+  return examples.map((example) => {
+    const style = example.style ?? (template ? 'chat' : 'completion');
+    if (style === 'completion') return tokenizeExample(model, example);
+    if (!template) {
+      throw new ChatFormError(
+        'its runs asked the questions as chat (/v1/chat/completions), but the base model\'s GGUF has no chat template (tokenizer.chat_template) ' +
+          'to render them the same way for training; use a GGUF that carries its chat template, or set INFERENCE_PROMPT_STYLE=completion and run the benchmark again',
+      );
+    }
+    wrapper ??= chatWrapperFor(template);
+    return chatExampleTokens(model, wrapper, example.prompt, example.completion.trim());
+  });
 }
 
 /** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
@@ -211,7 +238,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     const llama = await llamaPromise;
     const model = await llama.loadModel({ modelPath: spec.baseModelPath, vocabOnly: true });
     try {
-      return examples.map((example) => tokenizeExample(model, example));
+      return tokenizeExamples(model, examples);
     } finally {
       await model.dispose();
     }
@@ -244,6 +271,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       try {
         tokenized = await tokenize(spec, read.examples);
       } catch (error) {
+        if (error instanceof ChatFormError) return jobFailed(`the training cannot be rendered as its runs were asked: ${error.message}`);
         return jobFailed(`the base model could not be read for tokenizing: ${(error as Error).message}`);
       }
 
