@@ -130,7 +130,29 @@ export function cudaMissingReason(python: string, torchVersion: string): string 
   return `TRAINER_DEVICE=cuda, but the torch of ${python} (${torchVersion}) finds no CUDA GPU (a CPU-only build, or no GPU or driver on this machine); set TRAINER_DEVICE=cpu or auto, or TRAINER_PYTHON to a python whose torch has CUDA`;
 }
 
-async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean } | { ok: false; why: string }> {
+/** The BLAS torch's matrix products run on, as the trainer's `--check` finds it. */
+export interface TorchBlas {
+  /** `OpenBLAS`, `MKL`, `BLIS`, `ATLAS`, `reference` (Netlib's, unoptimized), or `unknown`. */
+  name: string;
+  library: string | null;
+  detail: string;
+}
+
+const torchBlasSchema = z.object({ name: z.string(), library: z.string().nullable(), detail: z.string() });
+
+/**
+ * The words a training report carries when torch computes on the reference BLAS: on the CPU it
+ * trains several times slower than with an optimized one (docs/performance.md), and the fix is one
+ * package.
+ */
+export function referenceBlasWarning(blas: TorchBlas): string {
+  return (
+    `slow: torch uses the reference BLAS (${blas.library ?? 'libblas.so.3'}), several times slower on the CPU than OpenBLAS; ` +
+    'install libopenblas0-pthread (Debian/Ubuntu: `apt-get install libopenblas0-pthread`, which becomes the BLAS by itself)'
+  );
+}
+
+async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean; blas: TorchBlas | null } | { ok: false; why: string }> {
   return new Promise((resolve) => {
     let out = '';
     let err = '';
@@ -149,8 +171,9 @@ async function probePython(python: string): Promise<{ ok: true; torch: string; c
       clearTimeout(timer);
       if (code === 0 && /"torch"/.test(out)) {
         try {
-          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown };
-          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true });
+          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown; blas?: unknown };
+          const blas = torchBlasSchema.safeParse(found.blas);
+          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true, blas: blas.success ? blas.data : null });
         } catch {
           return resolve({ ok: false, why: `${python} printed something else than the torch check's answer` });
         }
@@ -208,7 +231,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
   const logger = opts.logger;
   const killGraceMs = opts.killGraceMs ?? 5_000;
   const device = opts.device ?? 'auto';
-  let found: { python: string; torch: string; cuda: boolean } | null = null;
+  let found: { python: string; torch: string; cuda: boolean; blas: TorchBlas | null } | null = null;
   let llamaPromise: Promise<Llama> | null = opts.llama ? Promise.resolve(opts.llama) : null;
 
   async function findPython(): Promise<{ ok: true; python: string } | { ok: false; reason: string; kind?: 'settings' }> {
@@ -217,7 +240,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     for (const python of candidates) {
       const probe = await probePython(python);
       if (probe.ok) {
-        found = { python, torch: probe.torch, cuda: probe.cuda };
+        found = { python, torch: probe.torch, cuda: probe.cuda, blas: probe.blas };
+        if (probe.blas?.name === 'reference' && !onCuda()) logger?.warn({ python, blas: probe.blas }, referenceBlasWarning(probe.blas));
         return deviceChecked(found);
       }
       reasons.push(probe.why);
@@ -244,11 +268,19 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     }
   }
 
+  function onCuda(): boolean {
+    return device === 'cuda' || (device === 'auto' && found?.cuda === true);
+  }
+
   return {
-    /** The device in use once the python was probed (`auto` is the CPU until then). */
+    /**
+     * The device in use once the python was probed (`auto` is the CPU until then); on the CPU with
+     * the reference BLAS, the warning of {@link referenceBlasWarning}: every training report names it.
+     */
     get label() {
-      const cuda = device === 'cuda' || (device === 'auto' && found?.cuda === true);
-      return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+      if (onCuda()) return 'PyTorch LoRA, CUDA';
+      const cpu = `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+      return found?.blas?.name === 'reference' ? `${cpu}; ${referenceBlasWarning(found.blas)}` : cpu;
     },
 
     async availability() {
