@@ -3,12 +3,15 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp';
 import { afterEach, describe, expect, it } from 'vitest';
+import { tokenizeExamples } from '@verdict/platform/engines/pytorch-trainer';
 import { rayMessage } from '@verdict/platform/engines/ray-jobs';
 import { createRayTrainer, raySubmissionId, type RayTrainerOptions } from '@verdict/platform/engines/ray-trainer';
-import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingExample, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { pythonWithTorch, STORIES_MODEL_FILE } from '../kit/engines.js';
 import { startFakeRay, type FakeRay } from '../kit/fakes/ray.js';
+import { withStringMetadata } from '../platform/engines/fixtures/gguf-metadata.js';
 
 const EXAMPLES = [
   { prompt: 'Once upon a time, there was a little', completion: ' dog' },
@@ -61,7 +64,7 @@ function trainer(s: Setup, extra: Partial<RayTrainerOptions> = {}) {
   });
 }
 
-async function spec(s: Setup, jobId = 'tj_3001', extra: Partial<TrainingSpec> = {}): Promise<TrainingSpec> {
+async function spec(s: Setup, jobId = 'tj_3001', extra: Partial<TrainingSpec> = {}, examples?: TrainingExample[]): Promise<TrainingSpec> {
   const workDir = path.join(s.root, 'training', jobId);
   await mkdir(workDir, { recursive: true });
   const modelsDir = path.join(s.root, 'models');
@@ -69,7 +72,7 @@ async function spec(s: Setup, jobId = 'tj_3001', extra: Partial<TrainingSpec> = 
   const baseModelPath = path.join(modelsDir, 'stories260K.gguf');
   if (!existsSync(baseModelPath)) await copyFile(STORIES_MODEL_FILE, baseModelPath);
   const datasetPath = path.join(workDir, 'dataset.jsonl');
-  await writeFile(datasetPath, EXAMPLES.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  await writeFile(datasetPath, (examples ?? EXAMPLES).map((e) => JSON.stringify(e)).join('\n') + '\n');
   return {
     jobId,
     baseModelPath,
@@ -139,6 +142,31 @@ describe.skipIf(!PYTHON)('Ray trainer on the fake cluster', () => {
     await (await t.start(await spec(s, 'tj_3002'), () => undefined)).done;
     expect(await readdir(path.join(s.shared, 'verdict-bot/models'))).toHaveLength(1);
     expect(await readdir(path.join(s.shared, 'verdict-bot/trainer'))).toHaveLength(1);
+  }, 120_000);
+
+  it("trains a chat model's examples in chat form, token for token as the local trainer renders them (one shared tokenization)", async () => {
+    fake = await startFakeRay({ authToken: TOKEN });
+    const s = await setup();
+    const chatModel = path.join(s.root, 'stories-chat.gguf');
+    const template = "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Tom asked: {{ message['content'] }}\n{% else %}Lily said: {{ message['content'] }}\n{% endif %}{% endfor %}";
+    await withStringMetadata(STORIES_MODEL_FILE, chatModel, 'tokenizer.chat_template', template);
+    const examples: TrainingExample[] = EXAMPLES.map((e) => ({ ...e, completion: e.completion.trim(), style: 'chat' }));
+    const sp = await spec(s, 'tj_chat', { baseModelPath: chatModel, baseModelId: 'stories-chat' }, examples);
+    expect(await (await trainer(s).start(sp, () => undefined)).done).toMatchObject({ type: 'completed' });
+    const id = raySubmissionId(sp.jobId, 'stories-chat', sp.hyperparameters, examples);
+    const shipped = (await readFile(path.join(s.shared, 'verdict-bot/jobs', id, 'tokens.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { prompt: Token[]; completion: Token[] });
+    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    try {
+      const vocab = await llama.loadModel({ modelPath: chatModel, vocabOnly: true });
+      expect(shipped).toEqual(tokenizeExamples(vocab, examples));
+      expect(vocab.detokenize(shipped[0]!.prompt)).toContain('Tom asked: Once upon a time, there was a little');
+      expect(vocab.detokenize(shipped[0]!.completion)).toBe('dog\n');
+    } finally {
+      await llama.dispose();
+    }
   }, 120_000);
 
   it('waits out 429 with Retry-After and 5xx; a submission whose answer was lost is looked up, never submitted twice', async () => {

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTogetherTrainer, togetherSuffix } from '@verdict/platform/engines/together-trainer';
-import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
+import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingExample, type TrainingSpec } from '@verdict/platform/engines/trainer';
+import { buildTrainingExamples } from '@verdict/platform/engines/training-dataset';
 import { startFakeTogether, type FakeTogether } from '../kit/fakes/together.js';
 
 const MODEL = 'meta-llama/Llama-3.2-1B-Instruct';
@@ -25,10 +26,10 @@ function trainer(extra: Partial<Parameters<typeof createTogetherTrainer>[0]> = {
   return createTogetherTrainer({ apiKey: fake.apiKey, apiUrl: fake.apiUrl, pollMs: 5, maxPollMs: 20, retryBaseMs: 5, ...extra });
 }
 
-async function spec(jobId = 'tj_abc123'): Promise<TrainingSpec> {
+async function spec(jobId = 'tj_abc123', examples: TrainingExample[] = EXAMPLES): Promise<TrainingSpec> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'together-'));
   const datasetPath = path.join(workDir, 'dataset.jsonl');
-  await writeFile(datasetPath, EXAMPLES.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  await writeFile(datasetPath, examples.map((e) => JSON.stringify(e)).join('\n') + '\n');
   return {
     jobId,
     baseModelPath: '',
@@ -61,6 +62,16 @@ describe('Together trainer', () => {
     const lines = fake.files()[0]!.content.trim().split('\n').map((l) => JSON.parse(l) as unknown);
     expect(lines[0]).toEqual({ messages: [{ role: 'user', content: 'What is 2+2?' }, { role: 'assistant', content: '4' }] });
     expect(events.some((e) => e.type === 'progress' && e.step === e.totalSteps)).toBe(true);
+  });
+
+  it("uploads each example in the form its run asked it: a chat run's answer as the whole assistant turn, a completion run's as the continuation", async () => {
+    const items = [{ id: 'q1', question: 'Lily liked to play in the', answer: 'park' }];
+    const examples = [...buildTrainingExamples(items, 1, 'chat'), ...buildTrainingExamples(items, 1, 'completion')];
+    await (await trainer().start(await spec('tj_styles', examples), () => undefined)).done;
+    expect(fake.files()[0]!.content.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
+      { messages: [{ role: 'user', content: 'Lily liked to play in the' }, { role: 'assistant', content: 'park' }] },
+      { prompt: 'Lily liked to play in the', completion: ' park\n' },
+    ]);
   });
 
   it('uploads in Together instruction format for completion-style models', async () => {

@@ -2,7 +2,7 @@
 
 Usage:
   lora_train.py --spec spec.json      train; progress as JSON lines on stdout
-  lora_train.py --check               prints {"torch", "numpy", "cuda"} when both are installed
+  lora_train.py --check               prints {"torch", "numpy", "cuda", "blas"} when both are installed
   lora_train.py --generate --model M --tokens 1,2,3 [--adapter A] [--max-tokens N] [--probabilities]
                                       greedy continuation token ids, and with --probabilities the
                                       next-token distribution before each (checks the forward pass)
@@ -280,10 +280,90 @@ def generate(args):
     print(json.dumps(result))
 
 
+BLAS_SONAME = ("blas", "mkl", "blis", "atlas")
+
+
+def classify_blas(path):
+    """{"name", "library", "detail"} of the BLAS library at path: what its symbols say it is
+    (OpenBLAS, BLIS, MKL), or the reference BLAS (Netlib's, Debian's libblas3) when it is a plain
+    libblas.so with none of them."""
+    import ctypes
+
+    real = os.path.realpath(path)
+    try:
+        lib = ctypes.CDLL(real)
+    except OSError as e:
+        return {"name": "unknown", "library": real, "detail": "cannot be loaded: %s" % e}
+    if hasattr(lib, "openblas_get_config"):
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        return {"name": "OpenBLAS", "library": real, "detail": lib.openblas_get_config().decode("utf-8", "replace")}
+    if hasattr(lib, "bli_info_get_version_str"):
+        lib.bli_info_get_version_str.restype = ctypes.c_char_p
+        return {"name": "BLIS", "library": real, "detail": lib.bli_info_get_version_str().decode("utf-8", "replace")}
+    if hasattr(lib, "MKL_Get_Version_String") or "mkl" in os.path.basename(real).lower():
+        return {"name": "MKL", "library": real, "detail": ""}
+    if "atlas" in real.lower():
+        return {"name": "ATLAS", "library": real, "detail": ""}
+    if os.path.basename(real).startswith("libblas.so"):
+        return {"name": "reference", "library": real, "detail": "the reference BLAS: unoptimized, one thread"}
+    return {"name": "unknown", "library": real, "detail": ""}
+
+
+def linked_blas(library):
+    """The BLAS libraries the dynamic loader resolves for library (ldd, which runs nothing of it), in
+    load order, or None when that cannot be asked."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["ldd", library], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = []
+    for line in out.splitlines():
+        name, _, rest = line.strip().partition(" => ")
+        target = rest.split(" (")[0].strip()
+        if any(word in name.lower() for word in BLAS_SONAME) and target.startswith("/"):
+            found.append(target)
+    return found
+
+
+def torch_blas(torch_dir):
+    """Which BLAS torch's matrix products run on: the first library torch's CPU library loads that
+    defines sgemm_ (the one its calls bind to), read without importing torch; or, for a torch that
+    carries its BLAS inside (MKL linked statically), what torch's build configuration names."""
+    import ctypes
+
+    for name in ("libtorch_cpu.so", "libtorch.so"):
+        library = os.path.join(torch_dir, "lib", name)
+        if os.path.isfile(library):
+            break
+    else:
+        return {"name": "unknown", "library": None, "detail": "no libtorch_cpu.so in %s" % os.path.join(torch_dir, "lib")}
+    for path in linked_blas(library) or []:
+        try:
+            if hasattr(ctypes.CDLL(os.path.realpath(path)), "sgemm_"):
+                return classify_blas(path)
+        except OSError:
+            continue
+    try:
+        import torch
+
+        config = torch.__config__.show()
+    except Exception as e:  # noqa: BLE001 - a torch that does not import says so when it trains
+        return {"name": "unknown", "library": None, "detail": "torch could not be asked: %s" % e}
+    for line in config.splitlines():
+        if "BLAS_INFO=" in line:
+            info = line.split("BLAS_INFO=")[1].split(",")[0].strip()
+            names = {"mkl": "MKL", "open": "OpenBLAS", "blis": "BLIS", "accelerate": "Accelerate"}
+            return {"name": names.get(info, info or "unknown"), "library": None, "detail": "built into torch (BLAS_INFO=%s)" % info}
+    return {"name": "unknown", "library": None, "detail": "torch names no BLAS"}
+
+
 def check():
-    """Prints {"torch", "numpy", "cuda"} when both are installed, without importing torch unless its
-    build has a GPU backend: the import takes about 1.3 CPU-s, and a CPU-only build answers "no CUDA"
-    from its own version record (torch/version.py: `cuda` and `hip` are None)."""
+    """Prints {"torch", "numpy", "cuda", "blas"} when both are installed, without importing torch
+    unless its build has a GPU backend or carries its own BLAS: the import takes about 1.3 CPU-s, a
+    CPU-only build answers "no CUDA" from its own version record (torch/version.py: `cuda` and `hip`
+    are None), and the BLAS its library loads is asked of the dynamic loader."""
     import importlib.util
 
     import numpy
@@ -292,20 +372,22 @@ def check():
     if torch_spec is None or not torch_spec.submodule_search_locations:
         print("ModuleNotFoundError: No module named 'torch'", file=sys.stderr)
         return 1
-    record_path = os.path.join(torch_spec.submodule_search_locations[0], "version.py")
+    torch_dir = torch_spec.submodule_search_locations[0]
+    record_path = os.path.join(torch_dir, "version.py")
     version = None
     if os.path.isfile(record_path):
         record = importlib.util.spec_from_file_location("torch_version_record", record_path)
         version = importlib.util.module_from_spec(record)
         record.loader.exec_module(version)
     recorded = getattr(version, "__version__", None)
+    blas = torch_blas(torch_dir)
     if recorded is not None and getattr(version, "cuda", None) is None and getattr(version, "hip", None) is None:
-        print(json.dumps({"torch": recorded, "numpy": numpy.__version__, "cuda": False}))
+        print(json.dumps({"torch": recorded, "numpy": numpy.__version__, "cuda": False, "blas": blas}))
         return 0
     import torch  # a GPU build (or a torch without its build record): torch itself knows
 
     print(json.dumps({"torch": recorded or torch.__version__, "numpy": numpy.__version__,
-                      "cuda": bool(torch.cuda.is_available())}))
+                      "cuda": bool(torch.cuda.is_available()), "blas": blas}))
     return 0
 
 

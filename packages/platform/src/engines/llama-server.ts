@@ -3,19 +3,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import {
-  getLlama,
-  JinjaTemplateChatWrapper,
-  LlamaChat,
-  LlamaCompletion,
-  LlamaLogLevel,
-  readGgufFileInfo,
-  type ChatHistoryItem,
-  type Llama,
-  type LlamaContext,
-  type LlamaModel,
-} from 'node-llama-cpp';
+import { getLlama, LlamaChat, LlamaCompletion, LlamaLogLevel, readGgufFileInfo, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
 import { z } from 'zod';
+import { chatHistoryOf, chatTemplateOf, chatWrapperFor, type ChatMessage } from './chat-form.js';
 
 export interface LlamaServerLogger {
   info(obj: object, msg?: string): void;
@@ -37,6 +27,23 @@ export interface LlamaServerOptions {
   /** Requests allowed to wait for a slot before the server answers 503. */
   maxQueue?: number;
   logger?: LlamaServerLogger;
+  /**
+   * Told, after each generation, the tokens its sequence evaluated (the prompt, then the generated
+   * tokens fed back) and the tokens it generated: what the model really read, for checks and diagnostics.
+   */
+  onEvaluated?(evaluation: Evaluation): void;
+}
+
+/** What one generation evaluated, as {@link LlamaServerOptions.onEvaluated} is told. */
+export interface Evaluation {
+  /** The request's `model` (a base model's id or an adapter's name). */
+  model: string;
+  route: '/v1/completions' | '/v1/chat/completions';
+  /** What was asked: a completion's prompt, or a chat request's messages. */
+  input: string | ChatMessage[];
+  /** The sequence's tokens once the generation ended: the prompt's, then generated ones. */
+  evaluated: Token[];
+  generated: Token[];
 }
 
 export interface LlamaServer {
@@ -173,7 +180,6 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     }
     const metadata = meta.metadata as unknown as {
       general?: { type?: string; architecture?: string };
-      tokenizer?: { chat_template?: string };
       [arch: string]: unknown;
     };
     const arch = metadata.general?.architecture;
@@ -185,7 +191,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       mtimeMs: info.mtimeMs,
       size: info.size,
       isAdapter: metadata.general?.type === 'adapter',
-      chatTemplate: metadata.tokenizer?.chat_template || undefined,
+      chatTemplate: chatTemplateOf(metadata),
       trainContextSize: archMeta?.context_length,
     };
   }
@@ -324,7 +330,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     if (shutdown.signal.aborted) controller.abort();
     else shutdown.signal.addEventListener('abort', onShutdown, { once: true });
     let text = '';
-    let generated = 0;
+    const generated: Token[] = [];
     let cut = -1;
     return {
       options: {
@@ -339,8 +345,8 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
             controller.abort();
           }
         },
-        onToken: (tokens: readonly unknown[]) => {
-          generated += tokens.length;
+        onToken: (tokens: readonly Token[]) => {
+          generated.push(...tokens);
         },
       },
       /** Stops listening for the shutdown; call once the generation is over. */
@@ -349,8 +355,12 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       },
       result(response: string, stopReason: string) {
         if (shutdown.signal.aborted && cut < 0) throw new ApiError(503, 'server_error', 'shutting_down', 'the server shut down during this generation; retry');
-        if (cut >= 0) return { text: text.slice(0, cut), finish: 'stop' as const, generated };
-        return { text: response, finish: finishReason(stopReason), generated };
+        if (cut >= 0) return { text: text.slice(0, cut), finish: 'stop' as const, generated: generated.length };
+        return { text: response, finish: finishReason(stopReason), generated: generated.length };
+      },
+      /** The generation's tokens, for {@link LlamaServerOptions.onEvaluated}. */
+      tokens(): Token[] {
+        return [...generated];
       },
     };
   }
@@ -376,6 +386,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
           })
           .finally(() => watch.release());
         const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
+        opts.onEvaluated?.({ model: request.model, route: '/v1/completions', input: prompt, evaluated: [...sequence.contextTokens], generated: watch.tokens() });
         return {
           id: `cmpl-${crypto.randomUUID()}`,
           object: 'text_completion',
@@ -400,17 +411,15 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
       );
     }
     const template = base.chatTemplate;
-    const history: ChatHistoryItem[] = request.messages.map((message) => {
-      const text = typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
-      if (message.role === 'assistant') return { type: 'model', response: [text] };
-      if (message.role === 'user') return { type: 'user', text };
-      return { type: 'system', text };
-    });
-    history.push({ type: 'model', response: [] });
+    const messages: ChatMessage[] = request.messages.map((message) => ({
+      role: message.role,
+      text: typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join(''),
+    }));
+    const history = chatHistoryOf(messages);
     return withSequence(base, adapter, async (context) => {
       const sequence = context.getSequence();
       try {
-        const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: new JinjaTemplateChatWrapper({ template }) });
+        const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: chatWrapperFor(template) });
         const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
         const watch = stopWatch(request.stop);
         const meta = await chat
@@ -423,6 +432,7 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
           })
           .finally(() => watch.release());
         const { text, finish, generated } = watch.result(meta.response, meta.metadata.stopReason);
+        opts.onEvaluated?.({ model: request.model, route: '/v1/chat/completions', input: messages, evaluated: [...sequence.contextTokens], generated: watch.tokens() });
         const used = sequence.tokenMeter.getState();
         const promptTokens = Math.max(0, used.usedInputTokens - Math.max(0, generated - 1));
         return {

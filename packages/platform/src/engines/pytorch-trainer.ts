@@ -5,10 +5,11 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import type { JinjaTemplateChatWrapper, Llama, LlamaModel, Token } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { z } from 'zod';
+import { chatExampleTokens, chatTemplateOf, chatWrapperFor } from './chat-form.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
@@ -67,7 +68,7 @@ export const trainerEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('failed'), message: z.string() }),
 ]);
 
-const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1) });
+const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1), style: z.enum(['chat', 'completion']).optional() });
 
 export interface TokenizedExample {
   prompt: Token[];
@@ -114,12 +115,60 @@ function lowerPriority(pid: number | undefined): void {
   }
 }
 
+/** A dataset the base model cannot be trained on in the form its runs asked (said in the user's words). */
+export class ChatFormError extends Error {}
+
+/**
+ * Every example tokenized as its run asked it (see {@link TrainingExample.style}): in chat form
+ * through the GGUF's own chat template, the way the embedded server renders a chat request
+ * ({@link chatExampleTokens}); in completion form as {@link tokenizeExample}. Throws a
+ * {@link ChatFormError} for a chat-form example on a model whose GGUF has no chat template.
+ */
+export function tokenizeExamples(model: LlamaModel, examples: readonly TrainingExample[]): TokenizedExample[] {
+  const template = chatTemplateOf(model.fileInfo.metadata);
+  let wrapper: JinjaTemplateChatWrapper | undefined;
+  return examples.map((example) => {
+    const style = example.style ?? (template ? 'chat' : 'completion');
+    if (style === 'completion') return tokenizeExample(model, example);
+    if (!template) {
+      throw new ChatFormError(
+        'its runs asked the questions as chat (/v1/chat/completions), but the base model\'s GGUF has no chat template (tokenizer.chat_template) ' +
+          'to render them the same way for training; use a GGUF that carries its chat template, or set INFERENCE_PROMPT_STYLE=completion and run the benchmark again',
+      );
+    }
+    wrapper ??= chatWrapperFor(template);
+    return chatExampleTokens(model, wrapper, example.prompt, example.completion.trim());
+  });
+}
+
 /** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
 export function cudaMissingReason(python: string, torchVersion: string): string {
   return `TRAINER_DEVICE=cuda, but the torch of ${python} (${torchVersion}) finds no CUDA GPU (a CPU-only build, or no GPU or driver on this machine); set TRAINER_DEVICE=cpu or auto, or TRAINER_PYTHON to a python whose torch has CUDA`;
 }
 
-async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean } | { ok: false; why: string }> {
+/** The BLAS torch's matrix products run on, as the trainer's `--check` finds it. */
+export interface TorchBlas {
+  /** `OpenBLAS`, `MKL`, `BLIS`, `ATLAS`, `reference` (Netlib's, unoptimized), or `unknown`. */
+  name: string;
+  library: string | null;
+  detail: string;
+}
+
+const torchBlasSchema = z.object({ name: z.string(), library: z.string().nullable(), detail: z.string() });
+
+/**
+ * The words a training report carries when torch computes on the reference BLAS: on the CPU it
+ * trains several times slower than with an optimized one (docs/performance.md), and the fix is one
+ * package.
+ */
+export function referenceBlasWarning(blas: TorchBlas): string {
+  return (
+    `slow: torch uses the reference BLAS (${blas.library ?? 'libblas.so.3'}), several times slower on the CPU than OpenBLAS; ` +
+    'install libopenblas0-pthread (Debian/Ubuntu: `apt-get install libopenblas0-pthread`, which becomes the BLAS by itself)'
+  );
+}
+
+async function probePython(python: string): Promise<{ ok: true; torch: string; cuda: boolean; blas: TorchBlas | null } | { ok: false; why: string }> {
   return new Promise((resolve) => {
     let out = '';
     let err = '';
@@ -138,8 +187,9 @@ async function probePython(python: string): Promise<{ ok: true; torch: string; c
       clearTimeout(timer);
       if (code === 0 && /"torch"/.test(out)) {
         try {
-          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown };
-          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true });
+          const found = JSON.parse(out.trim().split('\n').at(-1)!) as { torch?: unknown; cuda?: unknown; blas?: unknown };
+          const blas = torchBlasSchema.safeParse(found.blas);
+          return resolve({ ok: true, torch: String(found.torch), cuda: found.cuda === true, blas: blas.success ? blas.data : null });
         } catch {
           return resolve({ ok: false, why: `${python} printed something else than the torch check's answer` });
         }
@@ -197,7 +247,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
   const logger = opts.logger;
   const killGraceMs = opts.killGraceMs ?? 5_000;
   const device = opts.device ?? 'auto';
-  let found: { python: string; torch: string; cuda: boolean } | null = null;
+  let found: { python: string; torch: string; cuda: boolean; blas: TorchBlas | null } | null = null;
   let llamaPromise: Promise<Llama> | null = opts.llama ? Promise.resolve(opts.llama) : null;
 
   async function findPython(): Promise<{ ok: true; python: string } | { ok: false; reason: string; kind?: 'settings' }> {
@@ -206,7 +256,8 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     for (const python of candidates) {
       const probe = await probePython(python);
       if (probe.ok) {
-        found = { python, torch: probe.torch, cuda: probe.cuda };
+        found = { python, torch: probe.torch, cuda: probe.cuda, blas: probe.blas };
+        if (probe.blas?.name === 'reference' && !onCuda()) logger?.warn({ python, blas: probe.blas }, referenceBlasWarning(probe.blas));
         return deviceChecked(found);
       }
       reasons.push(probe.why);
@@ -227,17 +278,25 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
     const llama = await llamaPromise;
     const model = await llama.loadModel({ modelPath: spec.baseModelPath, vocabOnly: true });
     try {
-      return examples.map((example) => tokenizeExample(model, example));
+      return tokenizeExamples(model, examples);
     } finally {
       await model.dispose();
     }
   }
 
+  function onCuda(): boolean {
+    return device === 'cuda' || (device === 'auto' && found?.cuda === true);
+  }
+
   return {
-    /** The device in use once the python was probed (`auto` is the CPU until then). */
+    /**
+     * The device in use once the python was probed (`auto` is the CPU until then); on the CPU with
+     * the reference BLAS, the warning of {@link referenceBlasWarning}: every training report names it.
+     */
     get label() {
-      const cuda = device === 'cuda' || (device === 'auto' && found?.cuda === true);
-      return cuda ? 'PyTorch LoRA, CUDA' : `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+      if (onCuda()) return 'PyTorch LoRA, CUDA';
+      const cpu = `PyTorch LoRA, CPU, ${opts.threads} thread${opts.threads === 1 ? '' : 's'}`;
+      return found?.blas?.name === 'reference' ? `${cpu}; ${referenceBlasWarning(found.blas)}` : cpu;
     },
 
     checkBaseModel: bundledTrainerRefusal,
@@ -264,6 +323,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       try {
         tokenized = await tokenize(spec, read.examples);
       } catch (error) {
+        if (error instanceof ChatFormError) return jobFailed(`the training cannot be rendered as its runs were asked: ${error.message}`);
         return jobFailed(`the base model could not be read for tokenizing: ${(error as Error).message}`);
       }
 

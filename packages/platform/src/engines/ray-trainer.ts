@@ -7,7 +7,7 @@ import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
-import { TRAINER_SCRIPT, readExamples, tokenizeExample, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { ChatFormError, TRAINER_SCRIPT, readExamples, tokenizeExamples, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
@@ -204,7 +204,7 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
     llamaPromise ??= loadCpuLlama();
     const model = await (await llamaPromise).loadModel({ modelPath: baseModelPath, vocabOnly: true });
     try {
-      return examples.map((example) => tokenizeExample(model, example));
+      return tokenizeExamples(model, examples);
     } finally {
       await model.dispose();
     }
@@ -278,6 +278,7 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
         await submit(spec, submissionId, job, read.examples);
       } catch (error) {
         if (error instanceof RayError) throw error;
+        if (error instanceof ChatFormError) return settled({ type: 'failed', message: `the training cannot be rendered as its runs were asked: ${error.message}` });
         return settled({
           type: 'failed',
           message: `the Ray job's inputs could not be put on the shared storage ${sharedDir}: ${error instanceof Error ? error.message : String(error)}`,

@@ -108,14 +108,18 @@ export function togetherSuffix(trainingId: string): string {
   return `vb-${trainingId.replace(/[^A-Za-z0-9-]/g, '-')}`.slice(0, 40);
 }
 
-/** Our `{prompt, completion}` lines in a format Together's fine-tuning accepts. */
+/**
+ * Our `{prompt, completion}` lines in a format Together's fine-tuning accepts, each in the form its
+ * run asked it (its `style`, else `style`): chat as one user and one assistant message (Together
+ * applies the model's chat template and trains the assistant's turn), completion as is.
+ */
 export function togetherDataset(examples: ReadonlyArray<TrainingExample>, style: 'chat' | 'completion'): string {
   return (
     examples
       .map((e) =>
         JSON.stringify(
-          style === 'chat'
-            ? { messages: [{ role: 'user', content: e.prompt }, { role: 'assistant', content: e.completion }] }
+          (e.style ?? style) === 'chat'
+            ? { messages: [{ role: 'user', content: e.prompt }, { role: 'assistant', content: e.completion.trim() }] }
             : { prompt: e.prompt, completion: e.completion },
         ),
       )
@@ -129,7 +133,7 @@ function parseExamples(jsonl: string): TrainingExample[] {
     .filter((line) => line.trim() !== '')
     .map((line) => {
       const value = JSON.parse(line) as TrainingExample;
-      return { prompt: value.prompt, completion: value.completion };
+      return { prompt: value.prompt, completion: value.completion, ...(value.style ? { style: value.style } : {}) };
     });
 }
 

@@ -1,14 +1,24 @@
 // The trainer port: a LoRA job spec in; progress, metrics and an adapter file out.
 // The platform supervises a training through this port; engines (the bundled PyTorch trainer, the
 // simulator, later hosted ones) implement it.
+import type { PromptStyle } from './inference.js';
 
 /**
- * One supervised example, as text. The prompt is rendered exactly as a run sends it to the
- * inference engine; an engine tokenizes with the base model's own tokenizer, loss on the completion.
+ * One supervised example, as text. The prompt is what a run sends to the inference engine; an
+ * engine renders it as the run was asked (`style`) and tokenizes with the base model's own
+ * tokenizer, loss on the completion.
  */
 export interface TrainingExample {
+  /** The question: the whole prompt of a completion request, or the user turn of a chat request. */
   prompt: string;
+  /** The expected answer: the text that continues the prompt, or the assistant's turn (whose end the engine adds). */
   completion: string;
+  /**
+   * How the run asked it: `chat` (`/v1/chat/completions`, rendered through the model's chat
+   * template) or `completion` (the prompt as is). Unset: as the embedded engine asks, chat when the
+   * base model's GGUF has a chat template.
+   */
+  style?: PromptStyle;
 }
 
 export interface LoraHyperparameters {

@@ -17,7 +17,7 @@ import type { BenchmarkItem } from '../benchmarks/format.js';
 import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { DEFAULT_LORA_HYPERPARAMETERS } from '../engines/trainer.js';
 import { categoryCounts, findBenchmark, questionAt, questionIndex, type BenchmarkDefinition } from './catalogue.js';
-import type { InferenceModel } from '../engines/inference.js';
+import type { InferenceModel, PromptStyle } from '../engines/inference.js';
 import { chargeFor, estimateRunCredits, longestAnswer } from '../engines/run-pricing.js';
 import { checkAdapterServed } from '../engines/adapter-check.js';
 import { estimateTokens, generationBudget } from '../engines/inference.js';
@@ -423,9 +423,12 @@ async function buildEngineDataset(
   );
   if (split.trained.length === 0) throw unprocessable('the held-out fraction leaves no question to train on');
   const byId = new Map(failed.map((a) => [a.question_id, a.item as BenchmarkItem]));
+  // Trained in the form the run asked in (one model, one style per run).
+  const asked = failed.find((a) => a.style === 'chat' || a.style === 'completion')?.style as PromptStyle | undefined;
   const examples = buildTrainingExamples(
     split.trained.map((id) => byId.get(id)!),
     input.augmentation,
+    asked,
   );
   const model = await getModel(client, run.model_id);
   const tokenizer = model?.base_model_id ?? run.model_id;

@@ -741,12 +741,14 @@ export interface AnsweredQuestionRow {
   score: number | null;
   /** Set for an error answer (not a failure of the model). */
   error: string | null;
+  /** How the question was asked (`chat` or `completion`), once answered. */
+  style: string | null;
 }
 
-/** A real run's questions in benchmark order with their benchmark item and score. */
+/** A real run's questions in benchmark order with their benchmark item, score and the form they were asked in. */
 export async function runAnsweredQuestions(db: Db, runId: string): Promise<AnsweredQuestionRow[]> {
   const result = await db.query<AnsweredQuestionRow>(
-    'SELECT question_id, item, score, error FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
+    'SELECT question_id, item, score, error, style FROM sandbox.run_answers WHERE run_id = $1 ORDER BY position',
     [runId],
   );
   return result.rows;

@@ -227,7 +227,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     await mkdir(workDir, { recursive: true });
     await mkdir(options.adaptersDir, { recursive: true });
     const datasetPath = path.join(workDir, 'dataset.jsonl');
-    await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion })).join('\n') + '\n');
+    await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion, ...(e.style ? { style: e.style } : {}) })).join('\n') + '\n');
     return {
       ok: true,
       spec: {
