@@ -92,10 +92,12 @@ describe('the loop on Together through the bot', () => {
     const launchPost = posts.find((p) => /LoRA training/i.test(p.text))!;
     expect(launchPost.text).toContain(Number(training.price).toFixed(2));
 
-    // The baseline asked the base model, the second run Together's output model, each question once per run.
+    // The baseline asked the base model, the second run Together's output model, each question once
+    // per run; and once more each, one trained question, for the check before the second run that
+    // the output model answers otherwise than its base (a model served as its base is refused).
     const chats = fake.requests.filter((r) => r.path === '/v1/chat/completions' && r.status === 200).map((r) => (r.body as { model: string }).model);
-    expect(chats.filter((m) => m === MODEL)).toHaveLength(QUESTIONS.length);
-    expect(chats.filter((m) => m === job.output_name)).toHaveLength(QUESTIONS.length);
+    expect(chats.filter((m) => m === MODEL)).toHaveLength(QUESTIONS.length + 1);
+    expect(chats.filter((m) => m === job.output_name)).toHaveLength(QUESTIONS.length + 1);
     const runs = (await sql<{ model_id: string; score: number }>`select model_id, score from sandbox.runs order by seq`.execute(h.db.db)).rows;
     expect(runs[1]!.model_id).toBe(training.produced_model_id);
     expect(runs[0]!.score).toBeCloseTo(4 / QUESTIONS.length, 4);
