@@ -1,5 +1,5 @@
 // Bolt wiring: Socket Mode when an app-level token is set, HTTP mode (/slack/events) otherwise.
-import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
+import { App, HTTPReceiver, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
 import type { FetchFunction, RetryOptions, WebClientOptions } from '@slack/web-api';
 import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import { describeError, StartupError } from '@verdict/runtime/startup-error';
 import { CheckedReceiver, guardSlackRequests } from './inbound-payloads.js';
 import { registerListeners, type ListenerDeps } from './listeners/index.js';
-import { formatLogArgs } from './log-format.js';
+import { slackLibraryLogger } from './log-format.js';
 import type { SlackInstaller } from './oauth.js';
 
 /** Socket Mode connection state as the socket-mode client reports it; 'none' in HTTP mode. */
@@ -28,27 +28,10 @@ const SLACK_TIMEOUT_MS = 5000;
 /** Once connected, Socket Mode reconnects keep the socket-mode client's own patient policy. */
 const RECONNECT_RETRIES = { retries: 100, factor: 1.3, minTimeout: 1000, maxTimeout: 60_000, randomize: false } as const;
 
+/** Bolt's logger: the Web API client logs each failed request as "http request failed <cause>"; the
+ * retry policy's own line (method, attempt, delay) says it better, so that one stays at debug. */
 function boltLogger(logger: Logger): BoltLogger {
-  const child = logger.child({ component: 'bolt' });
-  let level = LogLevel.INFO;
-  // The Web API client logs each failed request as "http request failed <cause>"; the retry
-  // policy's own line (method, attempt, delay) says it better, so that one stays at debug.
-  const warn = (...msg: unknown[]) => {
-    const text = formatLogArgs(msg);
-    if (text.startsWith('http request failed')) child.debug(text);
-    else child.warn(text);
-  };
-  return {
-    debug: (...msg) => child.debug(formatLogArgs(msg)),
-    info: (...msg) => child.info(formatLogArgs(msg)),
-    warn,
-    error: (...msg) => child.error(formatLogArgs(msg)),
-    setLevel: (l) => {
-      level = l;
-    },
-    getLevel: () => level,
-    setName: () => undefined,
-  };
+  return slackLibraryLogger(logger, 'bolt', { demote: (text) => text.startsWith('http request failed') });
 }
 
 interface WebApiErrorLike {

@@ -8,7 +8,7 @@ import type { SlackOAuthConfig } from '../config.js';
 import type { Db } from '../store/db.js';
 import { createInstallationStore, resumeWorkspaces, teamsOfInstallation, type PostgresInstallationStore } from '../store/installations.js';
 import { createTokenCipher } from '../store/token-cipher.js';
-import { formatLogArgs } from './log-format.js';
+import { slackLibraryLogger } from './log-format.js';
 
 export const INSTALL_PATH = '/slack/install';
 export const REDIRECT_PATH = '/slack/oauth_redirect';
@@ -32,19 +32,7 @@ export interface InstallerOptions {
 
 /** @slack/oauth's logger over pino. Installation queries are logged (ids only); tokens never reach it. */
 export function oauthLogger(logger: Logger): BoltLogger {
-  const child = logger.child({ component: 'slack-oauth' });
-  let level = 'info';
-  return {
-    debug: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
-    info: (...msg: unknown[]) => child.info(formatLogArgs(msg)),
-    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
-    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
-    setLevel: (l: string) => {
-      level = l;
-    },
-    getLevel: () => level,
-    setName: () => undefined,
-  } as unknown as BoltLogger;
+  return slackLibraryLogger(logger, 'slack-oauth');
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { SecretScrubber } from '../logger.js';
 import type { Db } from '../store/db.js';
 import { installationQueryForTeam } from '../store/installations.js';
-import { formatLogArgs } from './log-format.js';
+import { slackLibraryLogger } from './log-format.js';
 
 export interface SlackClients {
   /** Writes: never retried blindly; rate limits surface as errors the poster handles. */
@@ -17,7 +17,7 @@ export interface SlackClients {
 
 export function createSlackClients(token: string, apiUrl: string | undefined, logger: Logger): SlackClients {
   const base = apiUrl ? { slackApiUrl: apiUrl } : {};
-  const slackLogger = slackLoggerFrom(logger);
+  const slackLogger = slackLibraryLogger(logger, 'slack-web-api', { quiet: true });
   return {
     writer: new WebClient(token, {
       ...base,
@@ -33,22 +33,6 @@ export function createSlackClients(token: string, apiUrl: string | undefined, lo
       timeout: 15_000,
     }),
   };
-}
-
-function slackLoggerFrom(logger: Logger) {
-  const child = logger.child({ component: 'slack-web-api' });
-  let level = 'info';
-  return {
-    debug: () => undefined,
-    info: (...msg: unknown[]) => child.debug(formatLogArgs(msg)),
-    warn: (...msg: unknown[]) => child.warn(formatLogArgs(msg)),
-    error: (...msg: unknown[]) => child.error(formatLogArgs(msg)),
-    setLevel: (l: string) => {
-      level = l;
-    },
-    getLevel: () => level,
-    setName: () => undefined,
-  } as never;
 }
 
 export interface WorkspaceClients {
