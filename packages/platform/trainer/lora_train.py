@@ -136,7 +136,7 @@ def load_examples(path, vocab_size):
 def train(spec, parent):
     import numpy as np
     import torch
-    from gguf import GgufFile, write_gguf
+    from gguf_file import GgufFile, write_gguf
     from model import ARCHS, SUPPORTED_ARCHITECTURES, LlamaModel, resolve_targets
     from peft_folder import adapter_config, peft_layout_problem, peft_tensors, write_peft_folder
 
@@ -254,7 +254,7 @@ def train(spec, parent):
 
 def generate(args):
     import torch
-    from gguf import GgufFile
+    from gguf_file import GgufFile
     from model import LlamaModel
 
     torch.set_num_threads(args.threads)
@@ -421,7 +421,7 @@ def main():
         emit({"type": "failed", "message": str(e)})
         return 2
     except Exception as e:  # noqa: BLE001 - every failure is reported as an event
-        from gguf import GgufError
+        from gguf_file import GgufError
         message = str(e) if isinstance(e, GgufError) else "training failed: %s: %s" % (type(e).__name__, e)
         emit({"type": "failed", "message": message})
         import traceback

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gguf import GgufError
+from gguf_file import GgufError
 
 # What differs between the architectures, as llama.cpp's graphs compute them (src/models/*.cpp):
 #   rope       llama.cpp's RoPE type: "norm" rotates adjacent pairs (its llama converter permutes
