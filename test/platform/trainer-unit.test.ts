@@ -1,4 +1,4 @@
-// The trainer's own Python unit tests (packages/platform/trainer/tests: GGUF round trip, q/k permutation, PEFT folder), run by npm test.
+// The trainer's own Python unit tests (packages/platform/trainer/tests: GGUF round trip, q/k permutation, PEFT folder, spec validation), run by npm test.
 import { execFile, execFileSync } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
