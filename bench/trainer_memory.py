@@ -27,7 +27,7 @@ N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF, N_VOCAB = 896, 24, 14, 2, 4864, 151936
 def write_model(path, ggml_type):
     sys.path.insert(0, os.path.join(HERE, "..", "test", "platform", "engines", "fixtures"))
     sys.path.insert(0, os.path.join(HERE, "..", "packages", "platform", "trainer"))
-    from gguf import write_gguf
+    from gguf_file import write_gguf
     from gguf_quant import encode
 
     rng = np.random.default_rng(1)

@@ -13,6 +13,8 @@ targetModules, epochs, learningRate}, optional batchSize, seed, device (auto | c
 auto), peftAdapterDir (where the Hugging Face PEFT folder goes too) and baseModelName (written in it).
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -21,23 +23,26 @@ import signal
 import sys
 import threading
 import time
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Tuple
 
-DEFAULTS = {"rank": 4, "alpha": 8, "targetModules": ["attn_q", "attn_v", "attn_output", "ffn_down"],
+DEFAULTS: Dict[str, Any] = {"rank": 4, "alpha": 8, "targetModules": ["attn_q", "attn_v", "attn_output", "ffn_down"],
             "epochs": 3, "learningRate": 3e-3}
 DEFAULT_BATCH_SIZE = 4
 DEVICES = ("auto", "cpu", "cuda")
 
 
-def emit(event):
+def emit(event: Dict[str, Any]) -> None:
+    """Writes one event as a JSON line on stdout, flushed: the platform reads them as they come."""
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
 
 
 class SpecError(Exception):
-    pass
+    """A spec, dataset or device the trainer refuses; reported as a failed event with this message."""
 
 
-def watch_parent():
+def watch_parent() -> int:
     """Exits this process when the process that started it dies (re-parented to init or a subreaper)."""
     parent = os.getppid()
     try:
@@ -60,11 +65,12 @@ def watch_parent():
     return parent
 
 
-def parent_alive(parent):
+def parent_alive(parent: int) -> bool:
     return os.getppid() == parent
 
 
-def load_spec(path):
+def load_spec(path: str) -> Dict[str, Any]:
+    """The training spec at `path`, validated, with defaults filled in; raises SpecError naming what is wrong."""
     try:
         with open(path, "r", encoding="utf-8") as f:
             spec = json.load(f)
@@ -98,7 +104,7 @@ def load_spec(path):
     return spec
 
 
-def pick_device(torch, wanted):
+def pick_device(torch: ModuleType, wanted: str) -> str:
     """cuda when asked (refused clearly when torch sees none), cpu when asked, else cuda if torch has it."""
     has_cuda = bool(torch.cuda.is_available())
     if wanted == "cuda" and not has_cuda:
@@ -109,8 +115,9 @@ def pick_device(torch, wanted):
     return "cuda" if wanted == "cuda" or (wanted == "auto" and has_cuda) else "cpu"
 
 
-def load_examples(path, vocab_size):
-    examples = []
+def load_examples(path: str, vocab_size: int) -> List[Tuple[List[int], List[int]]]:
+    """(prompt ids, completion ids) of each line of the tokenized dataset; raises SpecError naming a bad line."""
+    examples: List[Tuple[List[int], List[int]]] = []
     try:
         f = open(path, "r", encoding="utf-8")
     except OSError as e:
@@ -133,10 +140,11 @@ def load_examples(path, vocab_size):
     return examples
 
 
-def train(spec, parent):
+def train(spec: Dict[str, Any], parent: int) -> None:
+    """Trains as `spec` asks, emitting started, progress and completed events; exits if `parent` dies."""
     import numpy as np
     import torch
-    from gguf import GgufFile, write_gguf
+    from gguf_file import GgufFile, write_gguf
     from model import ARCHS, SUPPORTED_ARCHITECTURES, LlamaModel, resolve_targets
     from peft_folder import adapter_config, peft_layout_problem, peft_tensors, write_peft_folder
 
@@ -178,7 +186,7 @@ def train(spec, parent):
     per_epoch = math.ceil(len(examples) / batch_size)
     total = per_epoch * hp["epochs"]
     step = 0
-    epoch_losses = []
+    epoch_losses: List[float] = []
     rng = np.random.default_rng(spec["seed"])
     for epoch in range(1, hp["epochs"] + 1):
         order = rng.permutation(len(examples))
@@ -252,9 +260,10 @@ def train(spec, parent):
                       "seconds": round(time.time() - started, 3)}})
 
 
-def generate(args):
+def generate(args: argparse.Namespace) -> None:
+    """Prints the greedy continuation of --tokens (and with --probabilities its distributions) as JSON."""
     import torch
-    from gguf import GgufFile
+    from gguf_file import GgufFile
     from model import LlamaModel
 
     torch.set_num_threads(args.threads)
@@ -283,7 +292,7 @@ def generate(args):
 BLAS_SONAME = ("blas", "mkl", "blis", "atlas")
 
 
-def classify_blas(path):
+def classify_blas(path: str) -> Dict[str, Any]:
     """{"name", "library", "detail"} of the BLAS library at path: what its symbols say it is
     (OpenBLAS, BLIS, MKL), or the reference BLAS (Netlib's, Debian's libblas3) when it is a plain
     libblas.so with none of them."""
@@ -309,7 +318,7 @@ def classify_blas(path):
     return {"name": "unknown", "library": real, "detail": ""}
 
 
-def linked_blas(library):
+def linked_blas(library: str) -> Optional[List[str]]:
     """The BLAS libraries the dynamic loader resolves for library (ldd, which runs nothing of it), in
     load order, or None when that cannot be asked."""
     import subprocess
@@ -318,7 +327,7 @@ def linked_blas(library):
         out = subprocess.run(["ldd", library], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    found = []
+    found: List[str] = []
     for line in out.splitlines():
         name, _, rest = line.strip().partition(" => ")
         target = rest.split(" (")[0].strip()
@@ -327,7 +336,7 @@ def linked_blas(library):
     return found
 
 
-def torch_blas(torch_dir):
+def torch_blas(torch_dir: str) -> Dict[str, Any]:
     """Which BLAS torch's matrix products run on: the first library torch's CPU library loads that
     defines sgemm_ (the one its calls bind to), read without importing torch; or, for a torch that
     carries its BLAS inside (MKL linked statically), what torch's build configuration names."""
@@ -359,7 +368,7 @@ def torch_blas(torch_dir):
     return {"name": "unknown", "library": None, "detail": "torch names no BLAS"}
 
 
-def check():
+def check() -> int:
     """Prints {"torch", "numpy", "cuda", "blas"} when both are installed, without importing torch
     unless its build has a GPU backend or carries its own BLAS: the import takes about 1.3 CPU-s, a
     CPU-only build answers "no CUDA" from its own version record (torch/version.py: `cuda` and `hip`
@@ -391,7 +400,7 @@ def check():
     return 0
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser(description="LoRA trainer for GGUF models (PyTorch, CPU or CUDA)")
     parser.add_argument("--spec")
     parser.add_argument("--check", action="store_true")
@@ -421,7 +430,7 @@ def main():
         emit({"type": "failed", "message": str(e)})
         return 2
     except Exception as e:  # noqa: BLE001 - every failure is reported as an event
-        from gguf import GgufError
+        from gguf_file import GgufError
         message = str(e) if isinstance(e, GgufError) else "training failed: %s: %s" % (type(e).__name__, e)
         emit({"type": "failed", "message": message})
         import traceback

@@ -1,13 +1,16 @@
 """Decoder-only models (llama, qwen2, qwen3, gemma2, gemma3, phi3) built in torch from a GGUF file, as llama.cpp computes them, with LoRA."""
 
+from __future__ import annotations
+
 import math
 import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gguf import GgufError
+from gguf_file import GgufError, GgufFile
 
 # What differs between the architectures, as llama.cpp's graphs compute them (src/models/*.cpp):
 #   rope       llama.cpp's RoPE type: "norm" rotates adjacent pairs (its llama converter permutes
@@ -23,7 +26,7 @@ from gguf import GgufError
 #              i % pattern < pattern - 1 (gemma2: even layers; gemma3: all but every 6th). A local
 #              layer attends to the last `window` positions only; the mask is built exactly, so a
 #              sequence longer than the window trains as llama.cpp infers it.
-ARCHS = {
+ARCHS: Dict[str, Dict[str, Any]] = {
     "llama": {"rope": "norm"},
     "qwen2": {"rope": "neox"},
     "qwen3": {"rope": "neox", "qk_norm": True},
@@ -47,12 +50,12 @@ _FUSED_TARGET = {"attn_q": "attn_qkv", "attn_k": "attn_qkv", "attn_v": "attn_qkv
 HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
 
 
-def linear_names(arch):
+def linear_names(arch: str) -> Tuple[str, ...]:
     """The linear layers of one block of `arch`, in GGUF names."""
     return _FUSED_LINEARS if ARCHS[arch].get("fused") else _SPLIT_LINEARS
 
 
-def resolve_targets(arch, targets):
+def resolve_targets(arch: str, targets: Sequence[str]) -> List[str]:
     """The GGUF linear names that carry LoRA for the requested `targets` (split or fused names);
     raises ValueError naming the unknown ones and the architecture's choices."""
     names = linear_names(arch)
@@ -68,7 +71,8 @@ def resolve_targets(arch, targets):
     return out
 
 
-def attention_mode():
+def attention_mode() -> str:
+    """"sdpa" or "manual", as TRAINER_ATTENTION asks (default: sdpa where torch has it); raises GgufError otherwise."""
     wanted = os.environ.get("TRAINER_ATTENTION", "") or ("sdpa" if HAS_SDPA else "manual")
     if wanted not in ("sdpa", "manual"):
         raise GgufError("TRAINER_ATTENTION must be sdpa or manual, got %r" % wanted)
@@ -83,15 +87,15 @@ def attention_mode():
 # vocabulary is 0.5 GB in float32), and no slice-sized block is allocated and freed per product
 # (freed blocks of that size stay in the C heap and grow the resident set by as much again).
 _SLICE_VALUES = 1 << 23
-_scratch = {}
+_scratch: Dict[Tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
 
-def _row_slices(weight):
+def _row_slices(weight: torch.Tensor) -> List[Tuple[int, int]]:
     rows = max(1, _SLICE_VALUES // max(1, weight.shape[1]))
     return [(r, min(r + rows, weight.shape[0])) for r in range(0, weight.shape[0], rows)]
 
 
-def _widened(weight, r0, r1, dtype):
+def _widened(weight: torch.Tensor, r0: int, r1: int, dtype: torch.dtype) -> torch.Tensor:
     """Rows r0:r1 of `weight` as `dtype`, in the shared scratch buffer: valid until the next call."""
     key = (weight.device, dtype)
     need = (r1 - r0) * weight.shape[1]
@@ -109,7 +113,7 @@ class _FrozenLinear(torch.autograd.Function):
     scratch buffer is safe to share: forward and backward products run one at a time.)"""
 
     @staticmethod
-    def forward(ctx, x, weight, bias):
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
         ctx.save_for_backward(weight)
         if weight.dtype == x.dtype:
             return F.linear(x, weight, bias)
@@ -119,7 +123,7 @@ class _FrozenLinear(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None, None]:
         (weight,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
@@ -135,15 +139,15 @@ class _FrozenLinear(torch.autograd.Function):
 class LoraLinear(torch.nn.Module):
     """y = x W^T + b + (alpha / rank) * (x A^T) B^T; W (16-bit) and b frozen, A and B trained in float32."""
 
-    def __init__(self, weight, bias=None):
+    def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(weight, requires_grad=False)
         self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
-        self.lora_a = None
-        self.lora_b = None
+        self.lora_a: Optional[torch.nn.Parameter] = None
+        self.lora_b: Optional[torch.nn.Parameter] = None
         self.scale = 0.0
 
-    def add_lora(self, rank, alpha, generator, device="cpu"):
+    def add_lora(self, rank: int, alpha: float, generator: torch.Generator, device: str = "cpu") -> None:
         out_features, in_features = self.weight.shape
         a = torch.empty(rank, in_features)
         bound = 1.0 / math.sqrt(in_features)
@@ -153,19 +157,19 @@ class LoraLinear(torch.nn.Module):
         self.lora_b = torch.nn.Parameter(torch.zeros(out_features, rank, device=device))
         self.scale = alpha / rank
 
-    def set_lora(self, a, b, alpha):
+    def set_lora(self, a: torch.Tensor, b: torch.Tensor, alpha: float) -> None:
         self.lora_a = torch.nn.Parameter(a, requires_grad=False)
         self.lora_b = torch.nn.Parameter(b, requires_grad=False)
         self.scale = alpha / a.shape[0] if alpha else 1.0
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = _FrozenLinear.apply(x, self.weight, self.bias)
         if self.lora_a is not None:
             y = y + self.scale * F.linear(F.linear(x, self.lora_a), self.lora_b)
         return y
 
 
-def frozen_matrix(gguf, name):
+def frozen_matrix(gguf: GgufFile, name: str) -> torch.Tensor:
     """A weight matrix as torch keeps it frozen: float16, or bfloat16 for a BF16 tensor (or one
     beyond float16's range); never wider than 16 bits, whatever the file stores."""
     kind, array = gguf.tensor16(name)
@@ -174,15 +178,16 @@ def frozen_matrix(gguf, name):
     return torch.from_numpy(array)
 
 
-def _rms_norm(x, weight, eps):
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
-def _gelu_tanh(x):
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 
 
-def _attend(q, k, v, scale, softcap, mask, mode):
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float, mask: torch.Tensor,
+            mode: str) -> torch.Tensor:
     """Softmax attention of q (batch, heads, seq, dim) over k, v; `mask` is additive (seq, seq)."""
     if mode == "sdpa" and not softcap:
         # The kernel scales by 1/sqrt(dim): q carries the rest of the architecture's scale.
@@ -199,7 +204,7 @@ def _attend(q, k, v, scale, softcap, mask, mode):
 class LlamaModel(torch.nn.Module):
     """One of `ARCHS` (the name is historical): forward() gives the logits llama.cpp gives."""
 
-    def __init__(self, gguf):
+    def __init__(self, gguf: GgufFile) -> None:
         super().__init__()
         arch = gguf.get("general.architecture")
         if arch not in ARCHS:
@@ -209,7 +214,7 @@ class LlamaModel(torch.nn.Module):
         spec = ARCHS[arch]
         self.spec = spec
 
-        def meta(key, default=None):
+        def meta(key: str, default: Any = None) -> Any:
             value = gguf.get("%s.%s" % (arch, key), default)
             if value is None:
                 raise GgufError("the model has no %s.%s metadata" % (arch, key))
@@ -265,16 +270,16 @@ class LlamaModel(torch.nn.Module):
         self.embed_scale = math.sqrt(self.n_embd) if spec.get("gemma") else 1.0
         self.attention = attention_mode()
 
-        def t(name):
+        def t(name: str) -> torch.Tensor:
             return torch.from_numpy(gguf.tensor(name))
 
-        def opt(name):
+        def opt(name: str) -> Optional[torch.Tensor]:
             return t(name) if name in gguf.tensors else None
 
-        def frozen(name):
+        def frozen(name: str) -> torch.nn.Parameter:
             return torch.nn.Parameter(t(name), requires_grad=False)
 
-        def w(name):
+        def w(name: str) -> torch.Tensor:
             return frozen_matrix(gguf, name)
 
         self.tok_embd = torch.nn.Parameter(w("token_embd.weight"), requires_grad=False)
@@ -300,7 +305,7 @@ class LlamaModel(torch.nn.Module):
         # Llama 3.x divides its RoPE frequencies by rope_freqs (llama.cpp's per-layer rope factors).
         freqs = opt("rope_freqs.weight") if arch == "llama" else None
         half = self.n_rot // 2
-        self.inv_freqs = {}
+        self.inv_freqs: Dict[float, str] = {}
         for base, _ in set(self.layer_rope):
             inv_freq = base ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / self.n_rot)
             if freqs is not None:
@@ -308,13 +313,13 @@ class LlamaModel(torch.nn.Module):
             self.register_buffer("inv_freq_%d" % len(self.inv_freqs), inv_freq, persistent=False)
             self.inv_freqs[base] = "inv_freq_%d" % len(self.inv_freqs)
 
-    def linears(self):
+    def linears(self) -> Iterator[Tuple[str, str, LoraLinear]]:
         """(GGUF tensor name without `.weight`, short name, module) for every linear layer in a block."""
         for i, layer in enumerate(self.layers):
             for name in self.linear_names:
                 yield "blk.%d.%s" % (i, name), name, getattr(layer, name)
 
-    def _rope(self, x, positions, base, freq_scale):
+    def _rope(self, x: torch.Tensor, positions: torch.Tensor, base: float, freq_scale: float) -> torch.Tensor:
         # x: (batch, seq, heads, head_dim)
         inv_freq = getattr(self, self.inv_freqs[base])
         angles = (positions.to(torch.float64)[:, None] * freq_scale) * inv_freq[None, :]
@@ -332,7 +337,8 @@ class LlamaModel(torch.nn.Module):
             rotated = torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
         return torch.cat((rotated, rest), dim=-1)
 
-    def _qkv(self, layer, h, batch, seq):
+    def _qkv(self, layer: torch.nn.Module, h: torch.Tensor, batch: int,
+             seq: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q_rows = self.n_head * self.head_dim
         kv_rows = self.n_head_kv * self.head_dim
         if self.spec.get("fused"):
@@ -344,7 +350,7 @@ class LlamaModel(torch.nn.Module):
                 k.reshape(batch, seq, self.n_head_kv, self.head_dim),
                 v.reshape(batch, seq, self.n_head_kv, -1))
 
-    def _ffn(self, layer, h):
+    def _ffn(self, layer: torch.nn.Module, h: torch.Tensor) -> torch.Tensor:
         if self.spec.get("fused"):
             gate_up = layer.ffn_up(h)
             n_ff = gate_up.shape[-1] // 2
@@ -352,7 +358,7 @@ class LlamaModel(torch.nn.Module):
         act = _gelu_tanh if self.spec.get("gemma") else F.silu
         return layer.ffn_down(act(layer.ffn_gate(h)) * layer.ffn_up(h))
 
-    def forward(self, tokens, only=None):
+    def forward(self, tokens: torch.Tensor, only: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits (batch, seq, vocab) for token ids (batch, seq); causal, positions from 0. With `only`
         (a bool mask (batch, seq)), the logits of those positions only, (count, vocab): the output
         layer, the largest matrix, then costs what the trained positions need."""
@@ -401,7 +407,8 @@ class LlamaModel(torch.nn.Module):
         return logits
 
     @torch.no_grad()
-    def greedy(self, tokens, max_tokens, eos=None, probs=None):
+    def greedy(self, tokens: Sequence[int], max_tokens: int, eos: Optional[int] = None,
+               probs: Optional[List[np.ndarray]] = None) -> List[int]:
         """Greedy continuation token ids; with a `probs` list, the next-token distribution each of them
         was chosen from is appended to it (one per token returned)."""
         ids = list(tokens)

@@ -5,21 +5,24 @@ safetensors is written by hand (no package): an 8-byte little-endian header leng
 to 8 bytes), then the tensors' raw little-endian bytes, contiguous, in header order.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 # GGUF block tensor name -> the Hugging Face module path inside a decoder layer. llama, qwen2, qwen3,
 # gemma2 and gemma3 (its text model, Gemma3ForCausalLM) name them alike; phi3 keeps the fused
 # qkv_proj (rows q, k, v) and gate_up_proj (rows gate, up) that its GGUF keeps too.
-HF_MODULES = {
+HF_MODULES: Dict[str, str] = {
     "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
 }
-HF_MODULES_BY_ARCH = {
+HF_MODULES_BY_ARCH: Dict[str, Dict[str, str]] = {
     "llama": HF_MODULES, "qwen2": HF_MODULES, "qwen3": HF_MODULES, "gemma2": HF_MODULES, "gemma3": HF_MODULES,
     "phi3": {"attn_qkv": "self_attn.qkv_proj", "attn_output": "self_attn.o_proj", "ffn_up": "mlp.gate_up_proj",
              "ffn_down": "mlp.down_proj"},
@@ -27,20 +30,20 @@ HF_MODULES_BY_ARCH = {
 _DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16"}
 
 
-def permute_rows(w, n_head):
+def permute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
     """llama.cpp's converter permutation of q/k rows (Hugging Face order -> GGUF order), per head:
     row i of the first half and row i of the second half become rows 2i and 2i+1."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def unpermute_rows(w, n_head):
+def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
     """The inverse of `permute_rows`: GGUF row order -> Hugging Face row order."""
     return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def safetensors_bytes(tensors, metadata=None):
+def safetensors_bytes(tensors: Mapping[str, np.ndarray], metadata: Optional[Mapping[str, Any]] = None) -> bytes:
     """The safetensors encoding of `tensors` (name -> float32/float16 numpy array), names sorted."""
-    header = {}
+    header: Dict[str, Any] = {}
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     blobs = []
@@ -61,10 +64,10 @@ def safetensors_bytes(tensors, metadata=None):
 # gemma3's 4B, 12B and 27B (34, 48, 62 blocks, as llama.cpp tells the sizes apart) are the multimodal
 # Gemma3ForConditionalGeneration, whose decoder layers sit under a language_model prefix that differs
 # between transformers versions: no PEFT folder is written for them rather than one a server misreads.
-_MULTIMODAL_LAYERS = {"gemma3": (34, 48, 62)}
+_MULTIMODAL_LAYERS: Dict[str, Tuple[int, ...]] = {"gemma3": (34, 48, 62)}
 
 
-def peft_layout_problem(arch, n_layer):
+def peft_layout_problem(arch: str, n_layer: Optional[int]) -> Optional[str]:
     """Why the PEFT folder cannot be written for this model, or None when it can."""
     if arch not in HF_MODULES_BY_ARCH:
         return "no Hugging Face PEFT layout is known for architecture %r (known: %s)" % (
@@ -75,7 +78,7 @@ def peft_layout_problem(arch, n_layer):
     return None
 
 
-def hf_modules(arch):
+def hf_modules(arch: str) -> Dict[str, str]:
     """The GGUF -> Hugging Face module names of `arch`; raises ValueError for one without a PEFT layout here."""
     problem = peft_layout_problem(arch, None)
     if problem:
@@ -83,7 +86,8 @@ def hf_modules(arch):
     return HF_MODULES_BY_ARCH[arch]
 
 
-def peft_tensors(arch, n_head, n_head_kv, loras):
+def peft_tensors(arch: str, n_head: int, n_head_kv: int,
+                 loras: Iterable[Tuple[int, str, np.ndarray, np.ndarray]]) -> Dict[str, np.ndarray]:
     """PEFT tensor names and arrays from `loras`: (layer index, GGUF module name, A (rank, in), B (out, rank)).
 
     A llama GGUF stores q and k rows permuted for its RoPE on adjacent pairs; their B rows are put
@@ -91,7 +95,7 @@ def peft_tensors(arch, n_head, n_head_kv, loras):
     architectures use NEOX RoPE, whose GGUF rows are in the Hugging Face order already (phi3's fused
     rows included)."""
     modules = hf_modules(arch)
-    out = {}
+    out: Dict[str, np.ndarray] = {}
     for layer, module, a, b in loras:
         if arch == "llama" and module == "attn_q":
             b = unpermute_rows(b, n_head)
@@ -103,7 +107,8 @@ def peft_tensors(arch, n_head, n_head_kv, loras):
     return out
 
 
-def adapter_config(rank, alpha, modules, base_model, arch="llama"):
+def adapter_config(rank: int, alpha: float, modules: Sequence[str], base_model: str, arch: str = "llama") -> Dict[str, Any]:
+    """adapter_config.json's content: a LoRA of `rank` and `alpha` on `modules` (GGUF names) of `arch`."""
     names = hf_modules(arch)
     return {
         "peft_type": "LORA",
@@ -127,7 +132,7 @@ def adapter_config(rank, alpha, modules, base_model, arch="llama"):
     }
 
 
-def write_peft_folder(path, config, tensors):
+def write_peft_folder(path: str, config: Mapping[str, Any], tensors: Mapping[str, np.ndarray]) -> None:
     """Writes the folder atomically: a temp folder beside `path` (files fsynced), then rename over it."""
     path = os.path.abspath(path.rstrip("/"))
     parent = os.path.dirname(path)

@@ -5,6 +5,10 @@ shape (blocks, block elements), in the order ggml's own dequantize_row_* writes 
 an f16 widened to f32 and multiplied in f32, as ggml does, so a value is bit-for-bit ggml's.
 """
 
+from __future__ import annotations
+
+from typing import Callable, Dict, Tuple
+
 import numpy as np
 
 QK = 32      # elements in a block of the legacy types (Q4_0 ... Q8_0, IQ4_NL)
@@ -14,52 +18,52 @@ QK_K = 256   # elements in a super-block of the k-quants (Q2_K ... Q6_K, IQ4_XS)
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float32)
 
 
-def _f16(blocks, at, count=1):
+def _f16(blocks: np.ndarray, at: int, count: int = 1) -> np.ndarray:
     """`count` consecutive f16 fields at byte `at` of each block, as float32 of shape (blocks, count)."""
     return np.ascontiguousarray(blocks[:, at:at + 2 * count]).view("<f2").astype(np.float32)
 
 
-def _low_high(qs):
+def _low_high(qs: np.ndarray) -> np.ndarray:
     """The 4-bit codes of (blocks, n) bytes: low nibbles first, then high nibbles: (blocks, 2n)."""
     return np.concatenate((qs & 0x0F, qs >> 4), axis=1)
 
 
-def _bits(qh, count):
+def _bits(qh: np.ndarray, count: int) -> np.ndarray:
     """Bit i of the little-endian bytes `qh` (blocks, count // 8) for i < count: (blocks, count) 0/1."""
     return np.unpackbits(qh, axis=1, count=count, bitorder="little")
 
 
-def dequantize_q4_0(b):
+def dequantize_q4_0(b: np.ndarray) -> np.ndarray:
     d = _f16(b, 0)
     return d * (_low_high(b[:, 2:18]).astype(np.float32) - 8.0)
 
 
-def dequantize_q4_1(b):
+def dequantize_q4_1(b: np.ndarray) -> np.ndarray:
     d, m = _f16(b, 0), _f16(b, 2)
     return d * _low_high(b[:, 4:20]).astype(np.float32) + m
 
 
-def dequantize_q5_0(b):
+def dequantize_q5_0(b: np.ndarray) -> np.ndarray:
     d = _f16(b, 0)
     q = _low_high(b[:, 6:22]) | (_bits(b[:, 2:6], 32) << 4)
     return d * (q.astype(np.float32) - 16.0)
 
 
-def dequantize_q5_1(b):
+def dequantize_q5_1(b: np.ndarray) -> np.ndarray:
     d, m = _f16(b, 0), _f16(b, 2)
     q = _low_high(b[:, 8:24]) | (_bits(b[:, 4:8], 32) << 4)
     return d * q.astype(np.float32) + m
 
 
-def dequantize_q8_0(b):
+def dequantize_q8_0(b: np.ndarray) -> np.ndarray:
     return _f16(b, 0) * b[:, 2:34].view(np.int8).astype(np.float32)
 
 
-def dequantize_iq4_nl(b):
+def dequantize_iq4_nl(b: np.ndarray) -> np.ndarray:
     return _f16(b, 0) * IQ4_VALUES[_low_high(b[:, 2:18])]
 
 
-def _k_scale_min(s):
+def _k_scale_min(s: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """The eight 6-bit (scale, min) pairs packed in 12 bytes (Q4_K, Q5_K): two (blocks, 8) arrays."""
     s = s.astype(np.uint8)
     low = np.concatenate((s[:, 0:4] & 63, (s[:, 8:12] & 0x0F) | ((s[:, 0:4] >> 6) << 4)), axis=1)
@@ -67,13 +71,13 @@ def _k_scale_min(s):
     return low.astype(np.float32), mins.astype(np.float32)
 
 
-def _chunked_nibbles(qs, chunks):
+def _chunked_nibbles(qs: np.ndarray, chunks: int) -> np.ndarray:
     """Q4_K/Q5_K order: per 32-byte chunk of qs, 32 low nibbles then 32 high nibbles: (blocks, 64 * chunks)."""
     q = qs.reshape(qs.shape[0], chunks, 32)
     return np.stack((q & 0x0F, q >> 4), axis=2).reshape(qs.shape[0], chunks * 64)
 
 
-def dequantize_q2_k(b):
+def dequantize_q2_k(b: np.ndarray) -> np.ndarray:
     scales = b[:, 0:16]
     qs = b[:, 16:80].reshape(-1, 2, 1, 32)
     d, dmin = _f16(b, 80), _f16(b, 82)
@@ -85,7 +89,7 @@ def dequantize_q2_k(b):
     return (d * sc) * q - (dmin * mn)
 
 
-def dequantize_q3_k(b):
+def dequantize_q3_k(b: np.ndarray) -> np.ndarray:
     hmask = b[:, 0:32]
     qs = b[:, 32:96].reshape(-1, 2, 1, 32)
     s = b[:, 96:108]
@@ -104,14 +108,14 @@ def dequantize_q3_k(b):
     return (d * np.repeat(scales, 16, axis=1)) * q
 
 
-def dequantize_q4_k(b):
+def dequantize_q4_k(b: np.ndarray) -> np.ndarray:
     d, dmin = _f16(b, 0), _f16(b, 2)
     sc, mn = _k_scale_min(b[:, 4:16])
     q = _chunked_nibbles(b[:, 16:144], 4).astype(np.float32)
     return np.repeat(d * sc, 32, axis=1) * q - np.repeat(dmin * mn, 32, axis=1)
 
 
-def dequantize_q5_k(b):
+def dequantize_q5_k(b: np.ndarray) -> np.ndarray:
     d, dmin = _f16(b, 0), _f16(b, 2)
     sc, mn = _k_scale_min(b[:, 4:16])
     # Sub-block j (of 32 elements) takes its fifth bit from bit j of qh[l].
@@ -120,7 +124,7 @@ def dequantize_q5_k(b):
     return np.repeat(d * sc, 32, axis=1) * q - np.repeat(dmin * mn, 32, axis=1)
 
 
-def dequantize_q6_k(b):
+def dequantize_q6_k(b: np.ndarray) -> np.ndarray:
     ql = b[:, 0:128].reshape(-1, 2, 2, 32)     # (blocks, half, ql[l] or ql[l+32], l)
     qh = b[:, 128:192].reshape(-1, 2, 1, 32)   # (blocks, half, -, l)
     scales = b[:, 192:208].view(np.int8).astype(np.float32)
@@ -131,7 +135,7 @@ def dequantize_q6_k(b):
     return (d * np.repeat(scales, 16, axis=1)) * q
 
 
-def dequantize_iq4_xs(b):
+def dequantize_iq4_xs(b: np.ndarray) -> np.ndarray:
     d = _f16(b, 0)
     scales_h = b[:, 2:4].copy().view("<u2").astype(np.uint16)               # (blocks, 1)
     scales_l = b[:, 4:8]
@@ -145,7 +149,8 @@ def dequantize_iq4_xs(b):
 
 
 # type id -> (elements per block, bytes per block, dequantizer)
-BLOCK_TYPES = {
+Dequantize = Callable[[np.ndarray], np.ndarray]
+BLOCK_TYPES: Dict[int, Tuple[int, int, Dequantize]] = {
     2: (QK, 18, dequantize_q4_0),
     3: (QK, 20, dequantize_q4_1),
     6: (QK, 22, dequantize_q5_0),

@@ -110,7 +110,7 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
     const mamba = path.join(dir, 'mamba.gguf');
     await execFileAsync(PYTHON!, ['-c', [
       'import sys; sys.path.insert(0, sys.argv[1])',
-      'from gguf import GgufFile, write_gguf',
+      'from gguf_file import GgufFile, write_gguf',
       'g = GgufFile(sys.argv[2]); kv = dict(g.kv); kv["general.architecture"] = "mamba"',
       'write_gguf(sys.argv[3], kv, {n: g.tensor(n) for n in g.tensors}, g.kv_types)',
     ].join('\n'), path.dirname(TRAINER_SCRIPT), STORIES_MODEL_FILE, mamba]);
@@ -284,7 +284,7 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
     const script = [
       'import sys, json, math; sys.path.insert(0, sys.argv[1])',
       'import torch, model',
-      'from gguf import GgufFile',
+      'from gguf_file import GgufFile',
       'if not model.HAS_SDPA:',
       '    model.F.scaled_dot_product_attention = lambda q, k, v, attn_mask=None: torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + attn_mask, dim=-1) @ v',
       '    model.HAS_SDPA = True',
@@ -305,6 +305,6 @@ describe.skipIf(!PYTHON)('the trainer on every architecture it supports, as llam
 
 /** The tensor names of a GGUF adapter (`readGgufFileInfo` would do; this keeps the check independent of node-llama-cpp). */
 async function adapterTensorNames(file: string): Promise<string[]> {
-  const { stdout } = await execFileAsync(PYTHON!, ['-c', 'import sys, json; sys.path.insert(0, sys.argv[1]); from gguf import GgufFile; print(json.dumps(list(GgufFile(sys.argv[2]).tensors)))', path.dirname(TRAINER_SCRIPT), file]);
+  const { stdout } = await execFileAsync(PYTHON!, ['-c', 'import sys, json; sys.path.insert(0, sys.argv[1]); from gguf_file import GgufFile; print(json.dumps(list(GgufFile(sys.argv[2]).tensors)))', path.dirname(TRAINER_SCRIPT), file]);
   return JSON.parse(stdout) as string[];
 }

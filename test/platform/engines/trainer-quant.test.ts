@@ -231,7 +231,7 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
     const gpt2 = path.join(dir, 'gpt2.gguf');
     await execFileAsync(python!, [
       '-c',
-      'import sys; sys.path.insert(0, sys.argv[1]); import gguf, numpy as np; ' +
+      'import sys; sys.path.insert(0, sys.argv[1]); import gguf_file as gguf, numpy as np; ' +
         'gguf.write_gguf(sys.argv[2], {"general.architecture": "gpt2"}, {"token_embd.weight": np.zeros((4, 4), np.float32)})',
       path.dirname(TRAINER_SCRIPT),
       gpt2,
@@ -243,7 +243,7 @@ describe.skipIf(!python)('the trainer reads quantized GGUF models as llama.cpp d
   it('names the same tensor types and architectures as the Python trainer', async () => {
     const { stdout } = await execFileAsync(python!, [
       '-c',
-      'import sys, json; sys.path.insert(0, sys.argv[1]); import gguf, model; ' +
+      'import sys, json; sys.path.insert(0, sys.argv[1]); import gguf_file as gguf, model; ' +
         'print(json.dumps({"types": gguf.SUPPORTED_TYPE_NAMES, "archs": sorted(model.ARCHS)}))',
       path.dirname(TRAINER_SCRIPT),
     ]);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { GgmlType, readGgufFileInfo } from 'node-llama-cpp';
 
 /**
- * The ggml tensor types trainer/gguf.py reads (its `SUPPORTED_TYPE_NAMES`, in the same order; a test
+ * The ggml tensor types trainer/gguf_file.py reads (its `SUPPORTED_TYPE_NAMES`, in the same order; a test
  * holds the two lists equal).
  */
 export const TRAINER_TENSOR_TYPES: readonly string[] = [

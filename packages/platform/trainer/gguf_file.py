@@ -1,8 +1,11 @@
 """GGUF files: read a model's metadata and tensors, write a LoRA adapter (GGUF v3, little-endian)."""
 
+from __future__ import annotations
+
 import mmap
 import os
 import struct
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -38,33 +41,34 @@ GGML_TYPE_NAMES = {
     26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4",
 }
 SUPPORTED_TYPE_NAMES = [GGML_TYPE_NAMES[t] for t in READABLE_TYPES]
+DTypeLike = Union[type, np.dtype, str]
 
 
 class GgufError(Exception):
-    pass
+    """A file that is not a GGUF the trainer reads, or a tensor it cannot read; the message says which."""
 
 
 class _Reader:
-    def __init__(self, buf):
+    def __init__(self, buf: memoryview) -> None:
         self.buf = buf
         self.pos = 0
 
-    def take(self, n):
+    def take(self, n: int) -> memoryview:
         if self.pos + n > len(self.buf):
             raise GgufError("the file ends in the middle of its header (truncated or not GGUF)")
         out = self.buf[self.pos:self.pos + n]
         self.pos += n
         return out
 
-    def scalar(self, fmt):
+    def scalar(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
         return struct.unpack(fmt, self.take(size))[0]
 
-    def string(self):
+    def string(self) -> str:
         n = self.scalar("<Q")
         return bytes(self.take(n)).decode("utf-8", errors="replace")
 
-    def value(self, vtype):
+    def value(self, vtype: int) -> Any:
         if vtype in _SCALAR:
             return self.scalar(_SCALAR[vtype])
         if vtype == T_STRING:
@@ -83,7 +87,7 @@ class _Reader:
 class GgufFile:
     """A GGUF file's metadata (`kv`) and tensor table; `tensor(name)` returns float32 numpy arrays."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         with open(path, "rb") as f:
             # Mapped, not read: a model's tensors are copied out one at a time as torch needs them.
@@ -97,14 +101,15 @@ class GgufFile:
             raise GgufError("GGUF version %d is not supported (2 and 3 are)" % self.version)
         n_tensors = r.scalar("<Q")
         n_kv = r.scalar("<Q")
-        self.kv = {}
-        self.kv_types = {}
+        self.kv: Dict[str, Any] = {}
+        self.kv_types: Dict[str, int] = {}
         for _ in range(n_kv):
             key = r.string()
             vtype = r.scalar("<I")
             self.kv[key] = r.value(vtype)
             self.kv_types[key] = vtype
-        self.tensors = {}
+        # name -> (ggml ne, ggml type id, offset from data_start)
+        self.tensors: Dict[str, Tuple[List[int], int, int]] = {}
         for _ in range(n_tensors):
             name = r.string()
             n_dims = r.scalar("<I")
@@ -115,14 +120,14 @@ class GgufFile:
         alignment = int(self.kv.get("general.alignment", DEFAULT_ALIGNMENT))
         self.data_start = (r.pos + alignment - 1) // alignment * alignment
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         return self.kv.get(key, default)
 
-    def tensor_type(self, name):
+    def tensor_type(self, name: str) -> int:
         """The ggml type id of a tensor."""
         return self._entry(name)[1]
 
-    def _entry(self, name):
+    def _entry(self, name: str) -> Tuple[List[int], int, int]:
         if name not in self.tensors:
             raise GgufError("tensor %s is missing from %s" % (name, os.path.basename(self.path)))
         ne, ttype, offset = self.tensors[name]
@@ -132,7 +137,7 @@ class GgufFile:
                     name, GGML_TYPE_NAMES.get(ttype, "type %d" % ttype), ", ".join(SUPPORTED_TYPE_NAMES)))
         return ne, ttype, offset
 
-    def _read(self, start, size):
+    def _read(self, start: int, size: int) -> bytearray:
         data = bytearray(size)
         view = memoryview(data)
         done = 0
@@ -143,7 +148,7 @@ class GgufFile:
             done += n
         return data
 
-    def tensor(self, name, dtype=np.float32):
+    def tensor(self, name: str, dtype: DTypeLike = np.float32) -> np.ndarray:
         """The tensor with numpy shape reversed from ggml's ne (ne[0] varies fastest), as `dtype`
         (float32 or float16; a value beyond float16's range raises). Read with pread, not through
         the mapping, and dequantized a slice of rows at a time: no page of the file stays resident
@@ -179,7 +184,7 @@ class GgufFile:
             raise GgufError("tensor %s has values beyond float16's range" % name)
         return out.reshape(shape)
 
-    def tensor16(self, name):
+    def tensor16(self, name: str) -> Tuple[str, np.ndarray]:
         """The tensor in 16 bits: ("f16", float16 array), or ("bf16", uint16 array of bfloat16 bits)
         for a BF16 tensor or one whose values exceed float16's range."""
         ne, ttype, _ = self._entry(name)
@@ -196,7 +201,7 @@ class GgufFile:
             return "bf16", ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
-def _pack_string(s):
+def _pack_string(s: str) -> bytes:
     b = s.encode("utf-8")
     return struct.pack("<Q", len(b)) + b
 
@@ -204,7 +209,7 @@ def _pack_string(s):
 _DTYPE_TO_ARRAY_TYPE = {np.dtype(v).str: k for k, v in _ARRAY_DTYPE.items() if k != T_BOOL}
 
 
-def _pack_kv(key, value, vtype=None):
+def _pack_kv(key: str, value: Any, vtype: Optional[int] = None) -> bytes:
     out = _pack_string(key)
     if vtype is not None and vtype in _SCALAR:
         return out + struct.pack("<I", vtype) + struct.pack(_SCALAR[vtype], value)
@@ -228,11 +233,12 @@ def _pack_kv(key, value, vtype=None):
 class RawTensor:
     """A tensor written as given: its ggml type id, numpy-order shape, and encoded bytes."""
 
-    def __init__(self, ggml_type, shape, data):
+    def __init__(self, ggml_type: int, shape: Sequence[int], data: bytes) -> None:
         self.ggml_type, self.shape, self.data = ggml_type, tuple(shape), data
 
 
-def write_gguf(path, kv, tensors, kv_types=None):
+def write_gguf(path: str, kv: Mapping[str, Any], tensors: Mapping[str, Union[np.ndarray, RawTensor]],
+               kv_types: Optional[Mapping[str, int]] = None) -> None:
     """Writes a GGUF v3 file atomically: a temp file beside `path`, fsync, rename.
 
     `tensors` maps names to float32 or float16 numpy arrays in numpy shape (ggml ne is the reverse),
