@@ -101,6 +101,8 @@ export class SlackPoster {
     private readonly logger: Logger,
     private readonly scrubber: SecretScrubber = createScrubber(),
     private readonly slackPace: SlackPace = SLACK_PACE,
+    /** `comparisonCharts: false` leaves verdicts without their chart (benchmarks only). */
+    private readonly options: { comparisonCharts?: boolean } = {},
   ) {}
 
   /**
@@ -112,7 +114,7 @@ export class SlackPoster {
     for (const post of await pendingPosts(this.db, teamId, chatId)) {
       await this.deliver(post);
     }
-    await this.deliverComparisonCharts(teamId, chatId);
+    if (this.options.comparisonCharts !== false) await this.deliverComparisonCharts(teamId, chatId);
   }
 
   /**
