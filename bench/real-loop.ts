@@ -82,9 +82,13 @@ async function directPass(modelPath: string, requests: readonly Request[]): Prom
   }
 }
 
-/** A word of `output` as the `contains` scorer reads it, or null when it has none. */
+/**
+ * A word of `output` as the `contains` scorer reads it, or null when it has none. At most four
+ * letters, so at most five tokens: its generation budget stays under MAX_TOKENS (16), and the run
+ * sends exactly the requests of the direct pass.
+ */
 function wordOf(output: string): string | null {
-  const words = normalizeText(output).split(' ').filter((w) => /^[a-z]{2,}$/.test(w));
+  const words = normalizeText(output).split(' ').filter((w) => /^[a-z]{2,4}$/.test(w));
   return words.sort((a, b) => b.length - a.length)[0] ?? null;
 }
 
@@ -132,6 +136,7 @@ export async function main(): Promise<void> {
     const questions = Array.from({ length: QUESTIONS }, (_, i) => `${NAMES[i % NAMES.length]} went to ${PLACES[i % PLACES.length]} on day ${i + 1} and`);
     const requests = questions.map((prompt) => ({ prompt, maxTokens: MAX_TOKENS }));
     const before = await directPass(modelFile, requests);
+    console.log(`  node-llama-cpp directly: ${before.completionTokens} tokens in ${fmt(before.ms / 1000, 1)} s; now the loop (message -> verdict)`);
     const items = questions.map((question, i) => {
       const word = i < QUESTIONS - FAILED ? wordOf(before.outputs[i]!) : null;
       return { id: `q${String(i + 1).padStart(2, '0')}`, question, answer: word ?? 'zebra', category: i % 2 === 0 ? 'even' : 'odd', scorer: 'contains', max_tokens: MAX_TOKENS };
@@ -193,12 +198,15 @@ export async function main(): Promise<void> {
       );
       const [dataset] = await query<{ examples: unknown[] }>(run.databaseUrl, 'select examples from sandbox.datasets');
 
-      // The same requests straight through node-llama-cpp again, now that the loop is over.
-      const after = await directPass(modelFile, asked.map((r) => ({ prompt: r.prompt, maxTokens: r.max_tokens })));
+      // The direct pass sent the run's requests when they match; else (or with BENCH_REAL_DIRECT_AFTER=1)
+      // the run's own requests go straight through node-llama-cpp again, now that the loop is over.
+      const same = asked.length === requests.length && asked.every((r, i) => r.prompt === requests[i]!.prompt && r.max_tokens === requests[i]!.maxTokens);
+      const after = !same || process.env.BENCH_REAL_DIRECT_AFTER === '1' ? await directPass(modelFile, asked.map((r) => ({ prompt: r.prompt, maxTokens: r.max_tokens }))) : undefined;
       const runMs = baseline.finished_at.getTime() - baseline.started_at.getTime();
       const runTps = (baseline.completion_tokens / runMs) * 1000;
-      const directTps = [before, after].map((d) => (d.completionTokens / d.ms) * 1000);
-      const directMean = (directTps[0]! + directTps[1]!) / 2;
+      const passes = same ? [before, ...(after ? [after] : [])] : [after!];
+      const directTps = passes.map((d) => (d.completionTokens / d.ms) * 1000);
+      const directMean = directTps.reduce((a, b) => a + b, 0) / directTps.length;
       const s = (ms: number) => `${fmt(ms / 1000, 1)} s`;
 
       report('verdict', `${right}/${QUESTIONS} right before (by design ${QUESTIONS - FAILED}); scores ${fmt(baseline.score * 100, 1)}% -> ${fmt(trained.score * 100, 1)}%; ${dataset?.examples.length ?? 0} training examples`);
@@ -218,8 +226,11 @@ export async function main(): Promise<void> {
         'baseline run throughput (platform)',
         `${fmt(runTps, 2)} generated tokens/s (${baseline.completion_tokens} tokens, ${asked.length} questions in ${s(runMs)}, run start -> finish)`,
       );
-      report('node-llama-cpp directly, before / after the loop', `${fmt(directTps[0]!, 2)} / ${fmt(directTps[1]!, 2)} tokens/s (${before.completionTokens} / ${after.completionTokens} tokens)`);
-      report('ratio platform / direct (mean of both)', `${fmt(runTps / directMean, 3)} (target >= 0.9: ${runTps / directMean >= 0.9 ? 'met' : 'MISSED'})`);
+      report(
+        `node-llama-cpp directly, ${same ? (after ? 'before / after the loop' : 'before the loop, the same requests') : "after the loop, the run's requests"}`,
+        `${directTps.map((t) => fmt(t, 2)).join(' / ')} tokens/s (${passes.map((d) => `${d.completionTokens} tokens in ${s(d.ms)}`).join(' / ')})`,
+      );
+      report('ratio platform / direct', `${fmt(runTps / directMean, 3)} (target >= 0.9: ${runTps / directMean >= 0.9 ? 'met' : 'MISSED'})`);
     } finally {
       await run.stop();
     }
