@@ -81,6 +81,14 @@ export interface StoredAnswer {
 }
 
 /**
+ * Text as Postgres `text` can hold it: a NUL (which a model may emit: it is a token like any other)
+ * becomes U+FFFD, as llama.cpp already writes bytes that are not UTF-8; every other character is kept.
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/**
  * Stores a question's answer once, and only while its run is running; false when it was already
  * stored (the first answer stays) or the run has finished (a cancelled run keeps the answers it had:
  * the share lock makes a concurrent cancel, which locks the run for update, count this answer or refuse it).
@@ -97,8 +105,8 @@ export async function storeAnswer(db: Db, runId: string, position: number, answe
       position,
       answer.maxTokens,
       answer.style,
-      answer.rawOutput,
-      answer.extractedAnswer,
+      storableText(answer.rawOutput),
+      storableText(answer.extractedAnswer),
       answer.score,
       answer.promptTokens,
       answer.completionTokens,
