@@ -93,10 +93,13 @@ function wordOf(output: string): string | null {
 }
 
 interface LogLine {
+  level?: number;
   msg?: string;
   time?: string | number;
   model?: string;
   engineMs?: number;
+  component?: string;
+  tool?: string;
 }
 
 const epochOf = (line: LogLine) => (typeof line.time === 'number' ? line.time : Date.parse(String(line.time)));
@@ -156,6 +159,8 @@ export async function main(): Promise<void> {
         ENGINE_THREADS: String(THREADS),
         INFERENCE_CONCURRENCY: String(SEQUENCES),
         TRAINER_PYTHON: python,
+        // A request waits for a free sequence and then generates: on a busy CPU that passed the default 120 s.
+        INFERENCE_TIMEOUT_MS: String(envNumber('BENCH_REAL_REQUEST_TIMEOUT_S', 1800) * 1000),
         // Slack's own pace, not the harness's faster one: posting is part of what the loop costs.
         SLACK_PACE_SCALE: '1',
         RECONCILE_OVERDUE_SECONDS: '3600',
@@ -230,6 +235,14 @@ export async function main(): Promise<void> {
         `node-llama-cpp directly, ${same ? (after ? 'before / after the loop' : 'before the loop, the same requests') : "after the loop, the run's requests"}`,
         `${directTps.map((t) => fmt(t, 2)).join(' / ')} tokens/s (${passes.map((d) => `${d.completionTokens} tokens in ${s(d.ms)}`).join(' / ')})`,
       );
+      if (process.env.BENCH_REAL_TIMELINE === '1') {
+        // What the bot and the platform logged at info and above, in seconds from the mention: where "ours" went.
+        console.log('  timeline (s from the mention):');
+        for (const l of lines) {
+          if ((l.level ?? 0) < 30 || l.component === 'graphile-worker' || l.component === 'slack-web-api') continue;
+          console.log(`    ${fmt((epochOf(l) - run.startedAtEpochMs) / 1000, 2).padStart(8)}  ${l.component ?? ''} ${l.msg ?? ''}${l.tool ? ` ${l.tool}` : ''}`);
+        }
+      }
       report('ratio platform / direct', `${fmt(runTps / directMean, 3)} (target >= 0.9: ${runTps / directMean >= 0.9 ? 'met' : 'MISSED'})`);
     } finally {
       await run.stop();
