@@ -20,11 +20,16 @@ const send = (message: unknown) => process.send?.(message);
 async function main() {
   const started = performance.now();
   const balance = process.env.BENCH_STARTING_BALANCE;
+  // BENCH_OFF: thread surfaces to leave off, comma-separated (plan, plan-poll, session, chart).
+  const off = new Set((process.env.BENCH_OFF ?? '').split(',').map((x) => x.trim()).filter(Boolean));
+  const known = new Set(['plan', 'plan-poll', 'session', 'chart']);
+  for (const name of off) if (!known.has(name)) throw new Error(`BENCH_OFF: unknown surface ${name}; known: ${[...known].join(', ')}`);
   bot = await startBot(config, {
     logger,
     host: '127.0.0.1',
     pollIntervalMs: Number(process.env.BENCH_POLL_MS ?? 500),
     ...(balance ? { sandbox: { startingBalance: Number(balance) } } : {}),
+    surfaces: { planMessage: !off.has('plan'), planPoll: !off.has('plan-poll'), sessionStatus: !off.has('session'), comparisonChart: !off.has('chart') },
   });
   send({ type: 'ready', url: bot.url, startBotMs: performance.now() - started });
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { appMention, type FakeSlack, startFakeSlack } from '../test/kit/fakes/slack/index.js';
 import { startScriptedAnthropic, type ScriptedAnthropic } from '../test/kit/fakes/anthropic/index.js';
+import type { Script } from '../test/kit/fakes/anthropic/index.js';
 import { loopScript, SEED_MESSAGE } from '../test/kit/loop-script.js';
 import { botEnv, type BotProcess, spawnBot, TEAM } from './bot.js';
 import { channelFor, keepAliveAgent, post } from './load.js';
@@ -22,8 +23,12 @@ export interface LoopsRun {
   bot: BotProcess;
   /** Thread ts per loop index. */
   threads: string[];
+  /** The bot's log (JSON lines), until stop(). */
+  logFile: string;
   /** Wall milliseconds from the first mention to the last verdict. */
   wallMs: number;
+  /** Epoch milliseconds of the first mention. */
+  startedAtEpochMs: number;
   /** Loops that reached the verdict. */
   finished: number;
   /** Peak RSS of the bot process, sampled until the end, in MB. */
@@ -42,13 +47,25 @@ const hasVerdict = (slack: FakeSlack, channel: string, ts: string) =>
 
 export async function runLoops(
   n: number,
-  options: { env?: Record<string, string>; timeoutMs?: number; onProgress?: (done: number) => void; /** Spread the mentions evenly over this long (0: as fast as acknowledged). */ rampMs?: number } = {},
+  options: {
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    onProgress?: (done: number) => void;
+    /** Spread the mentions evenly over this long (0: as fast as acknowledged). */
+    rampMs?: number;
+    /** The scripted model (default: loopScript()) and the message each loop starts with (default: the seed). */
+    script?: Script;
+    seedMessage?: string;
+    /** Milliseconds between two looks for verdicts (default 250). */
+    checkEveryMs?: number;
+  } = {},
 ): Promise<LoopsRun> {
+  const seed = options.seedMessage ?? SEED_MESSAGE;
   const postgres = await startPostgres();
   const slack = await startFakeSlack({ teamId: TEAM });
   // BENCH_MODEL_MS: every model answer takes this long, as a real model's would (0: instant).
   const modelMs = Number(process.env.BENCH_MODEL_MS ?? 0);
-  const script = loopScript();
+  const script = options.script ?? loopScript();
   const model = await startScriptedAnthropic(modelMs > 0 ? async (req, ctx) => ({ delayMs: modelMs, then: await script(req, ctx) }) : script);
   const databaseUrl = await postgres.createDatabase('loops');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'verdict-bench-loops-'));
@@ -64,12 +81,14 @@ export async function runLoops(
     ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []),
     ...(process.env.BENCH_BOT_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
-  const bot = await spawnBot(env, { nodeArgs });
+  const logFile = path.join(dir, 'bot.log');
+  const bot = await spawnBot(env, { nodeArgs, logFile });
   const agent = keepAliveAgent(64);
   const threads: string[] = [];
   const cpuAt = async () => ({ bot: await processCpuMs(bot.pid), postgres: await postgres.cpuMs(), bench: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
   const cpuBefore = await cpuAt();
   const started = performance.now();
+  const startedAtEpochMs = Date.now();
   // Mentions go out at most 64 at a time, as fast as the bot acknowledges them, or spread over rampMs.
   let next = 0;
   const startedAt: number[] = [];
@@ -81,8 +100,8 @@ export async function runLoops(
         const due = started + ((options.rampMs ?? 0) * i) / n;
         if (due > performance.now()) await sleep(due - performance.now());
         const channel = channelFor(i);
-        const event = appMention({ user: 'UOWNER', text: SEED_MESSAGE, channel, team: TEAM });
-        slack.seedMessage({ channel, user: 'UOWNER', text: SEED_MESSAGE, ts: event.ts as string });
+        const event = appMention({ user: 'UOWNER', text: seed, channel, team: TEAM });
+        slack.seedMessage({ channel, user: 'UOWNER', text: seed, ts: event.ts as string });
         threads[i] = event.ts as string;
         const body = JSON.stringify({ token: 't', team_id: TEAM, api_app_id: 'A0FAKEAPP', event, type: 'event_callback', event_id: `EvL${i}`, event_time: Math.floor(Date.now() / 1000), authorizations: [{ team_id: TEAM, user_id: 'UBOT', is_bot: true }] });
         const res = await post(agent, `${bot.url}/slack/events`, body, slackHeaders(env.SLACK_SIGNING_SECRET!, body));
@@ -129,7 +148,7 @@ export async function runLoops(
       );
     }
     options.onProgress?.(n - open.size);
-    if (open.size > 0) await sleep(250);
+    if (open.size > 0) await sleep(options.checkEveryMs ?? 250);
   }
   const wallMs = performance.now() - started;
   const changes = [...startedAt.map((t) => [t, 1] as const), ...finishedAt.filter((t) => t !== undefined).map((t) => [t, -1] as const)].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
@@ -146,7 +165,9 @@ export async function runLoops(
     model,
     bot,
     threads,
+    logFile,
     wallMs,
+    startedAtEpochMs,
     finished: n - open.size,
     peakRssMb,
     memoryAtPeak,

@@ -14,7 +14,7 @@ import { assertPortFree } from './http/port.js';
 // The roles' modules are imported when a role starts: each process of `npm start` then loads only
 // what it runs (the parent neither Bolt nor the agent; the web role not the agent nor the engines).
 import type { WebRole } from './roles/web.js';
-import type { WorkerRole } from './roles/worker.js';
+import type { ThreadSurfaces, WorkerRole } from './roles/worker.js';
 import { describeError, redactUrl, StartupError } from '@verdict/runtime/startup-error';
 import { createDb, migrateToLatest, type DbHandle } from './store/db.js';
 import { embeddedDataDir, embeddedPlaceLine, startEmbeddedPostgres, type EmbeddedDatabase } from '@verdict/runtime/embedded-postgres';
@@ -54,6 +54,8 @@ export interface BotOptions {
   sandbox?: { faults?: Partial<SandboxFaults>; seed?: number; startingBalance?: number };
   /** A role started by the parent of `npm start` (which reports the database itself). */
   supervised?: boolean;
+  /** Thread surfaces to leave off (benchmarks only: what each costs is measured by turning it off). */
+  surfaces?: Partial<ThreadSurfaces>;
 }
 
 interface Started {
@@ -179,6 +181,7 @@ async function start(config: Config, roles: { web: boolean; worker: boolean }, o
         ...(sandbox ? { sandbox: { ...sandbox, ...options.sandbox } } : {}),
         ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
         ...(options.model ? { model: options.model } : {}),
+        ...(options.surfaces ? { surfaces: options.surfaces } : {}),
         home,
       });
       cleanups.push(() => worker!.stop());

@@ -34,11 +34,14 @@ export function createPlanProgressTasks(deps: {
   db: Db;
   logger: Logger;
   sync(teamId: string, chatId: string): Promise<PlanSyncResult>;
+  /** Polls while a step runs (default). Off: a sync is rescheduled only when its write had to wait. */
+  poll?: boolean;
 }): TaskList {
   const task: Task = async (raw) => {
     const payload = raw as PlanProgressPayload;
     const result = await deps.sync(payload.teamId, payload.chatId);
     if (result.againInMs === undefined) return;
+    if (deps.poll === false && result.outcome !== 'paced' && result.outcome !== 'rate_limited') return;
     // One pending poll per chat: a later reschedule replaces it (a running one keeps going and loses its key).
     await addJob(deps.db, {
       identifier: PLAN_PROGRESS_TASK,

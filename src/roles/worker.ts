@@ -39,6 +39,18 @@ export interface WorkerRole {
   stop(): Promise<void>;
 }
 
+/** What a thread shows beside its posts; each is on unless turned off (benchmarks measure what each costs). */
+export interface ThreadSurfaces {
+  /** The live plan message, posted and rewritten as the steps move. */
+  planMessage: boolean;
+  /** Its poll of the platform while a step runs (off: it changes only after turns). */
+  planPoll: boolean;
+  /** The agent session's status (agents.sessions.setStatus). */
+  sessionStatus: boolean;
+  /** The accuracy chart shared after each verdict. */
+  comparisonChart: boolean;
+}
+
 export interface WorkerRoleOptions {
   config: Config;
   db: DbHandle;
@@ -51,10 +63,12 @@ export interface WorkerRoleOptions {
   model?: ModelClient;
   /** Schedules the owner's Home refresh after each turn. */
   home: Pick<HomeScheduler, 'refreshAfterTurn'>;
+  surfaces?: Partial<ThreadSurfaces>;
 }
 
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const { config, db, logger, scrubber } = options;
+  const surfaces: ThreadSurfaces = { planMessage: true, planPoll: true, sessionStatus: true, comparisonChart: true, ...options.surfaces };
   const cleanups: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const cleanup of cleanups.reverse()) {
@@ -107,7 +121,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         })
       : asWorkspaceClients(createSlackClients(config.slack.botToken!, config.slack.apiUrl, logger));
     const pace = slackPace(config.slack.paceScale);
-    const poster = new SlackPoster(db.db, slackClients, logger, scrubber, pace);
+    const poster = new SlackPoster(db.db, slackClients, logger, scrubber, pace, { comparisonCharts: surfaces.comparisonChart });
     const home = createHomePublisher({
       db: db.db,
       clients: slackClients,
@@ -135,10 +149,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       toolDefinitions: toolDefinitions(tools),
       afterTurn: async (chat) => {
         // A turn is what changes a plan (agreed, launched, finished): its message follows.
-        if (chat.plan !== null) await planProgress.kick(chat.team_id, chat.id);
+        if (chat.plan !== null && surfaces.planMessage) await planProgress.kick(chat.team_id, chat.id);
         await options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id);
       },
-      sessions,
+      ...(surfaces.sessionStatus ? { sessions } : {}),
       ...(oauth
         ? {
             workspaceInstalled: async (teamId: string) => (await installationQueryForTeam(db.db, teamId)) !== undefined,
@@ -165,6 +179,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         ...createPlanProgressTasks({
           db: db.db,
           logger,
+          poll: surfaces.planPoll,
           sync: async (teamId, chatId) => {
             const clients = await slackClients.forTeam(teamId);
             if (!clients) return { outcome: 'uninstalled' };

@@ -65,6 +65,8 @@ export class SlackPoster {
     private readonly logger: Logger,
     private readonly scrubber: SecretScrubber = createScrubber(),
     private readonly slackPace: SlackPace = SLACK_PACE,
+    /** `comparisonCharts: false` leaves verdicts without their chart (benchmarks only). */
+    private readonly options: { comparisonCharts?: boolean } = {},
   ) {
     this.workspaces = asWorkspaceClients(clients);
   }
@@ -95,7 +97,7 @@ export class SlackPoster {
     for (const post of posts) {
       await this.deliver(post, clients);
     }
-    await this.deliverComparisonCharts(teamId, chatId, clients);
+    if (this.options.comparisonCharts !== false) await this.deliverComparisonCharts(teamId, chatId, clients);
   }
 
   /**

@@ -182,6 +182,16 @@ describe('runs on a real inference engine', () => {
     expect(events(receiver, test.sandbox.webhookSecret, run.id)).toEqual(['run.failed']);
   });
 
+  it('stores an answer holding a NUL (a model may emit any byte) shown escaped, and completes the run', async () => {
+    const { fake, test, db } = await setup();
+    fake.answer = (prompt) => (prompt === items[0]!.question ? 'City\u00001 and more' : 'no idea');
+    const launched = await test.platform.launchRun({ benchmarkId: BENCHMARK, modelId: 'tiny-base' }, 'engine-run-nul');
+    const run = await waitForRun(test.platform, launched.id);
+    expect(run.status).toBe('completed');
+    const row = (await db.query<{ raw_output: string }>('SELECT raw_output FROM sandbox.run_answers WHERE run_id = $1 AND question_id = $2', [run.id, items[0]!.id])).rows[0]!;
+    expect(row.raw_output).toBe('City\\u00001 and more');
+  });
+
   it('runs a built-in exact-match benchmark on the engine at the price its catalogue entry quotes', async () => {
     const { test } = await setup({ benchmarkItems: undefined });
     const benchmark = await test.platform.getBenchmark('666');

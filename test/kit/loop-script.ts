@@ -35,6 +35,10 @@ function toolNames(req: MessagesRequest): Map<string, { name: string; input: unk
 export interface LoopScriptOptions {
   /** On a platform event, launch this run instead of following the plan (to test the guard). */
   rogueLaunch?: { benchmarkId: string; modelId: string };
+  /** Copies of each failed question in the training set, agreed in the plan (the bot's default when unset). */
+  augmentation?: number;
+  /** Epochs of the training it launches (the platform's default when unset). */
+  epochs?: number;
 }
 
 /** Picks the next action from the newest user message, like a careful agent would. */
@@ -42,7 +46,7 @@ export function loopScript(options: LoopScriptOptions = {}): Script {
   return (req): ScriptReply => {
     const last = blocksOf(req.messages.at(-1));
     const results = last.filter((b): b is Anthropic.ToolResultBlockParam => b.type === 'tool_result');
-    if (results.length > 0) return afterTools(req, results);
+    if (results.length > 0) return afterTools(req, results, options);
     const prompt = last.map(textOf).join('\n');
     return onPrompt(prompt, options);
   };
@@ -102,7 +106,7 @@ function errorsThisTurn(req: MessagesRequest): number {
     .filter((b) => b.type === 'tool_result' && b.is_error === true).length;
 }
 
-function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockParam[]): ScriptReply {
+function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockParam[], options: LoopScriptOptions): ScriptReply {
   const names = toolNames(req);
   const seed = req.messages
     .flatMap((m) => (m.role === 'user' ? blocksOf(m) : []))
@@ -131,7 +135,12 @@ function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockPara
       if (!wantsPlan) return { content: [launch] };
       return {
         content: [
-          toolUse('plan-set', { benchmarkId, baseModelId: id, steps: ['baseline_run', 'train', 'trained_run', 'compare'] }),
+          toolUse('plan-set', {
+            benchmarkId,
+            baseModelId: id,
+            steps: ['baseline_run', 'train', 'trained_run', 'compare'],
+            ...(options.augmentation !== undefined ? { augmentation: options.augmentation } : {}),
+          }),
           launch,
         ],
       };
@@ -140,7 +149,12 @@ function afterTools(req: MessagesRequest, results: Anthropic.ToolResultBlockPara
       const dataset = /Dataset (\S+) built from run/.exec(first.text)?.[1];
       const all = JSON.stringify(req.messages);
       const base = /training of (\S+) on it/.exec(all)?.[1] ?? /\\"modelId\\":\\"([^\\"]+)\\"/.exec(all)?.[1];
-      return { content: [text(first.text), toolUse('training-launch', { datasetId: dataset, baseModelId: base })] };
+      return {
+        content: [
+          text(first.text),
+          toolUse('training-launch', { datasetId: dataset, baseModelId: base, ...(options.epochs !== undefined ? { epochs: options.epochs } : {}) }),
+        ],
+      };
     }
     case 'offer-next-steps': {
       const event = req.messages

@@ -50,11 +50,11 @@ function comparisonPart(): ComparisonPart {
   };
 }
 
-async function setup(options: FakeSlackOptions = {}) {
+async function setup(options: FakeSlackOptions = {}, posterOptions: { comparisonCharts?: boolean } = {}) {
   const slack = await startFakeSlack({ teamId: TEAM, ...options });
   fakes.push(slack);
   const logger = pino({ level: 'silent' });
-  const poster = new SlackPoster(handle.db, createSlackClients('xoxb-test', slack.apiUrl, logger), logger);
+  const poster = new SlackPoster(handle.db, createSlackClients('xoxb-test', slack.apiUrl, logger), logger, undefined, undefined, posterOptions);
   thread += 1;
   const chat = await handle.db
     .insertInto('chats')
@@ -99,6 +99,14 @@ describe('delivering a comparison', () => {
     await s.poster.deliverPending(TEAM, s.chat.id);
     expect(s.inThread()).toHaveLength(2);
     expect(s.slack.callsTo('files.getUploadURLExternal')).toHaveLength(1);
+  });
+
+  it('with charts left off (a bench measuring their cost), the verdict is posted whole and nothing is uploaded', async () => {
+    const s = await setup({}, { comparisonCharts: false });
+    await s.poster.deliverPending(TEAM, s.chat.id);
+    expect(s.inThread()).toHaveLength(1);
+    expect(blockTypes(s.verdict())).toContain('data_table');
+    expect(s.slack.callsTo('files.getUploadURLExternal')).toHaveLength(0);
   });
 
   it('a crash after Slack shared the chart but before it was recorded: the retry finds it and uploads nothing', async () => {

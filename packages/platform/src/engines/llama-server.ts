@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { chatHistoryOf, chatTemplateOf, chatWrapperFor, type ChatMessage } from './chat-form.js';
 
 export interface LlamaServerLogger {
+  debug?(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
@@ -286,8 +287,12 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<LlamaS
     await slots.acquire();
     const work = (async () => {
       if (closed) throw new ApiError(503, 'server_error', 'shutting_down', 'the server is shutting down');
+      const started = performance.now();
       const context = await getContext(base, adapter);
-      return run(context, await loadModel(base));
+      const result = await run(context, await loadModel(base));
+      // The engine's own time per request (a slot held), which benches set against the platform's wall time.
+      logger?.debug?.({ model: adapter?.name ?? base.id, engineMs: Math.round(performance.now() - started) }, 'inference request served');
+      return result;
     })();
     inFlight.add(work);
     try {

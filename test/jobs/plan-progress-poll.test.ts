@@ -1,0 +1,50 @@
+// The live plan's poll: rescheduled while a step runs, and, with the poll off, only when a write had to wait.
+import { sql } from 'kysely';
+import { pino } from 'pino';
+import type { JobHelpers, Task } from 'graphile-worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPlanProgressTasks } from '../../src/jobs/plan-progress.js';
+import { PLAN_PROGRESS_TASK } from '../../src/jobs/task-names.js';
+import { migrateJobEngine } from '../../src/jobs/worker.js';
+import type { PlanSyncResult } from '../../src/slack/plan-message.js';
+import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
+import { createTestDatabase } from '../kit/database.js';
+
+const TEAM = 'T0POLL';
+let handle: DbHandle;
+let chat = 0;
+
+beforeAll(async () => {
+  handle = createDb(await createTestDatabase('plan_poll'), { max: 4 });
+  await migrateToLatest(handle.db);
+  await migrateJobEngine(handle.pool, pino({ level: 'silent' }));
+});
+afterAll(() => handle.close());
+
+/** Runs the plan task once for a new chat whose sync answers `result`; returns the polls queued for that chat. */
+async function runOnce(result: PlanSyncResult, poll: boolean | undefined): Promise<number> {
+  chat += 1;
+  const chatId = `chat-${chat}`;
+  const tasks = createPlanProgressTasks({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => result, ...(poll === undefined ? {} : { poll }) });
+  await (tasks[PLAN_PROGRESS_TASK] as Task)({ teamId: TEAM, chatId }, {} as JobHelpers);
+  const rows = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = ${`plan-poll:${TEAM}:${chatId}`}`.execute(handle.db);
+  return rows.rows[0]!.n;
+}
+
+describe('the plan poll', () => {
+  it('while a step runs, the sync is scheduled again', async () => {
+    expect(await runOnce({ outcome: 'unchanged', againInMs: 3_000 }, undefined)).toBe(1);
+    expect(await runOnce({ outcome: 'updated', againInMs: 3_000 }, true)).toBe(1);
+  });
+
+  it('nothing running: no poll', async () => {
+    expect(await runOnce({ outcome: 'updated' }, undefined)).toBe(0);
+  });
+
+  it('with the poll off, a running step schedules nothing, but a write that had to wait is still made later', async () => {
+    expect(await runOnce({ outcome: 'unchanged', againInMs: 3_000 }, false)).toBe(0);
+    expect(await runOnce({ outcome: 'updated', againInMs: 3_000 }, false)).toBe(0);
+    expect(await runOnce({ outcome: 'paced', againInMs: 1_500 }, false)).toBe(1);
+    expect(await runOnce({ outcome: 'rate_limited', againInMs: 30_000 }, false)).toBe(1);
+  });
+});
