@@ -3,7 +3,8 @@ import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { SandboxContext, SandboxLogger, TrainingSupervisor } from './context.js';
-import { enqueueEvent, fineTunedName } from './operations.js';
+import { enqueueEvent } from './events.js';
+import { fineTunedName } from './trainings.js';
 import {
   chargeAccount,
   getDataset,
