@@ -25,20 +25,11 @@ import { cancelRun, launchRun, requireRun } from './runs.js';
 import { cancelTraining, estimateTraining, launchTraining } from './trainings.js';
 import { notFoundPage, runPage, trainingPage } from './pages.js';
 import { questionResult } from './simulator.js';
-import {
-  datasetToWire,
-  getDataset,
-  getModel,
-  getSetting,
-  getTraining,
-  listModels,
-  loadLineage,
-  modelToWire,
-  readAccount,
-  runToWire,
-  setSetting,
-  trainingToWire,
-} from './store.js';
+import { datasetToWire, getDataset } from './store/datasets.js';
+import { getModel, listModels, loadLineage, modelToWire } from './store/models.js';
+import { runToWire } from './store/runs.js';
+import { getSetting, readAccount, setSetting } from './store/settings.js';
+import { getTraining, trainingToWire } from './store/trainings.js';
 import { WEBHOOK_URL_SETTING, WEBHOOK_URL_UPDATED_SETTING } from './webhook-sender.js';
 
 const MAX_BODY_BYTES = 1_000_000;

@@ -7,7 +7,9 @@ import { buildTrainingExamples } from '../engines/training-dataset.js';
 import { questionAt, questionIndex } from './catalogue.js';
 import type { SandboxContext } from './context.js';
 import { splitFailures, summarizeRun } from './simulator.js';
-import { datasetToWire, getModel, getRun, insertDataset, loadLineage, runAnsweredQuestions, type RunRow } from './store.js';
+import { datasetToWire, insertDataset } from './store/datasets.js';
+import { getModel, loadLineage } from './store/models.js';
+import { getRun, runAnsweredQuestions, type RunRow } from './store/runs.js';
 import { withIdempotency } from './idempotency.js';
 import { notFound, type Reply, requireBenchmark, unprocessable } from './replies.js';
 

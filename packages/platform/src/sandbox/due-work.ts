@@ -1,6 +1,7 @@
 // Completing due work: every run and training whose time has come, then the trainer supervisor's tick.
 import type { SandboxContext } from './context.js';
-import { dueRunIds, dueTrainingIds } from './store.js';
+import { dueRunIds } from './store/runs.js';
+import { dueTrainingIds } from './store/trainings.js';
 import { advanceRun } from './runs.js';
 import { advanceTraining } from './trainings.js';
 

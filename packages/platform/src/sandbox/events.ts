@@ -3,7 +3,7 @@ import type { WebhookEventType, WebhookEventWire } from '@verdict/contract/contr
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { SandboxContext } from './context.js';
-import { insertOutboxEvent } from './store.js';
+import { insertOutboxEvent } from './store/outbox.js';
 
 /** Stores a signed-on-delivery platform event in the webhook outbox (with the configured faults). */
 export async function enqueueEvent(

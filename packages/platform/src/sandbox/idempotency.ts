@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { SandboxContext } from './context.js';
-import { readAccount, withTransaction } from './store.js';
+import { withTransaction } from './store/db.js';
+import { readAccount } from './store/settings.js';
 import { type Reply, SandboxApiError, unprocessable } from './replies.js';
 
 function requestHash(value: unknown): string {

@@ -2,7 +2,7 @@
 import type { InferenceModel } from '../engines/inference.js';
 import { upsertEngineModels } from './answers.js';
 import type { InferenceContext, SandboxContext } from './context.js';
-import type { ModelRow } from './store.js';
+import type { ModelRow } from './store/models.js';
 import { SandboxApiError } from './replies.js';
 
 /**

@@ -1,6 +1,7 @@
 // Simulated durations and the prices of trainings: what a quote says before anything is launched.
 import { roundCredits, type TrainingEstimateWire } from '@verdict/contract/contract';
-import type { DatasetRow, ModelRow } from './store.js';
+import type { DatasetRow } from './store/datasets.js';
+import type { ModelRow } from './store/models.js';
 
 export function runDurationMs(questionCount: number, timeScale: number): number {
   return 60_000 * Math.sqrt(Math.max(1, questionCount / 100)) * timeScale;

@@ -2,7 +2,7 @@
 import type { ApiErrorCode, BenchmarkWire } from '@verdict/contract/contract';
 import type pg from 'pg';
 import { categoryCounts, findBenchmark, type BenchmarkDefinition } from './catalogue.js';
-import { getModel, type ModelRow } from './store.js';
+import { getModel, type ModelRow } from './store/models.js';
 
 export class SandboxApiError extends Error {
   constructor(

@@ -34,7 +34,8 @@ import { findBenchmark } from './catalogue.js';
 import { createRandom, hash32 } from './random.js';
 import { migrateSandboxSchema } from './schema.js';
 import { DEFAULT_SIMULATION, type SimulationSettings } from './simulator.js';
-import { deleteSetting, ensureAccount, ensureSetting, setSetting, upsertBaseModels } from './store.js';
+import { upsertBaseModels } from './store/models.js';
+import { deleteSetting, ensureAccount, ensureSetting, setSetting } from './store/settings.js';
 import { createWebhookSender, WEBHOOK_URL_SETTING, WEBHOOK_URL_UPDATED_SETTING } from './webhook-sender.js';
 
 export type { SandboxFaults } from './faults.js';

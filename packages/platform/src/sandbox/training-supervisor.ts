@@ -5,20 +5,11 @@ import type pg from 'pg';
 import type { SandboxContext, SandboxLogger, TrainingSupervisor } from './context.js';
 import { enqueueEvent } from './events.js';
 import { fineTunedName } from './trainings.js';
-import {
-  chargeAccount,
-  getDataset,
-  getModel,
-  getTraining,
-  activeTrainerTrainingIds,
-  insertFineTunedModel,
-  recordEngineStopped,
-  unstoppedCancelledTrainingIds,
-  updateActiveTraining,
-  updateTraining,
-  withTransaction,
-  type TrainingRow,
-} from './store.js';
+import { getDataset } from './store/datasets.js';
+import { withTransaction } from './store/db.js';
+import { getModel, insertFineTunedModel } from './store/models.js';
+import { chargeAccount } from './store/settings.js';
+import { getTraining, activeTrainerTrainingIds, recordEngineStopped, unstoppedCancelledTrainingIds, updateActiveTraining, updateTraining, type TrainingRow } from './store/trainings.js';
 import type { AdapterRegistration } from '../engines/lora-adapters.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, type Trainer, type TrainerEvent, type TrainerJob, type TrainingSpec } from '../engines/trainer.js';
 
