@@ -7,7 +7,8 @@ import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
-import { ChatFormError, TRAINER_SCRIPT, readExamples, tokenizeExamples, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { TRAINER_SCRIPT, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { ChatFormError, readExamples, tokenizeExamples } from './trainer-examples.js';
 import {
   DEFAULT_LORA_HYPERPARAMETERS,
   peftAdapterDir,
