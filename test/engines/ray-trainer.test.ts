@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tokenizeExamples } from '@verdict/platform/engines/pytorch-trainer';
+import { tokenizeExamples } from '@verdict/platform/engines/trainer-examples';
 import { rayMessage } from '@verdict/platform/engines/ray-jobs';
 import { createRayTrainer, raySubmissionId, type RayTrainerOptions } from '@verdict/platform/engines/ray-trainer';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingExample, type TrainingSpec } from '@verdict/platform/engines/trainer';

@@ -6,14 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  TRAINER_NICENESS,
-  TRAINER_SCRIPT,
-  completionPromptTokens,
-  createPytorchTrainer,
-  cudaMissingReason,
-  tokenizeExample,
-} from '@verdict/platform/engines/pytorch-trainer';
+import { TRAINER_NICENESS, TRAINER_SCRIPT, createPytorchTrainer, cudaMissingReason } from '@verdict/platform/engines/pytorch-trainer';
+import { completionPromptTokens, tokenizeExample } from '@verdict/platform/engines/trainer-examples';
 import { DEFAULT_LORA_HYPERPARAMETERS, type TrainerEvent, type TrainingSpec } from '@verdict/platform/engines/trainer';
 import { STORIES_MODEL_FILE, TEST_ENGINE_THREADS } from '../../kit/engines.js';
 import { nodeArgs } from '../../kit/compiled.js';

@@ -1,25 +1,16 @@
 // The bundled trainer: LoRA with PyTorch on the CPU or a CUDA GPU (trainer/lora_train.py), supervised as a child process.
+import type { Llama } from 'node-llama-cpp';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { JinjaTemplateChatWrapper, Llama, LlamaModel, Token } from 'node-llama-cpp';
+import { z } from 'zod';
 import { loadCpuLlama } from './llama-cpu.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
-import { z } from 'zod';
-import { chatExampleTokens, chatTemplateOf, chatWrapperFor } from './chat-form.js';
-import {
-  DEFAULT_LORA_HYPERPARAMETERS,
-  peftAdapterDir,
-  type Trainer,
-  type TrainerDevice,
-  type TrainerEvent,
-  type TrainerJob,
-  type TrainingExample,
-  type TrainingSpec,
-} from './trainer.js';
+import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type Trainer, type TrainerDevice, type TrainerEvent, type TrainerJob, type TrainingExample, type TrainingSpec } from './trainer.js';
+import { ChatFormError, readExamples, type TokenizedExample, tokenizeExamples } from './trainer-examples.js';
 
 /** The platform package's trainer/lora_train.py: two folders up from src/engines/, in the sources and in a build alike. */
 export const TRAINER_SCRIPT = fileURLToPath(new URL('../../trainer/lora_train.py', import.meta.url));
@@ -68,35 +59,6 @@ export const trainerEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('failed'), message: z.string() }),
 ]);
 
-const exampleSchema = z.object({ prompt: z.string(), completion: z.string().min(1), style: z.enum(['chat', 'completion']).optional() });
-
-export interface TokenizedExample {
-  prompt: Token[];
-  completion: Token[];
-}
-
-/**
- * The prompt's tokens as a completion endpoint on node-llama-cpp feeds them (`LlamaCompletion`): the BOS
- * token when the model wants one, then the text without an added leading space.
- */
-export function completionPromptTokens(model: LlamaModel, prompt: string): Token[] {
-  const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
-  const text = model.tokenize(prompt, false, bos != null ? 'trimLeadingSpace' : undefined);
-  return bos != null ? [bos, ...text] : text;
-}
-
-/**
- * Prompt tokens exactly as inference sends them, and completion tokens that continue them: the tail of
- * tokenizing prompt+completion together when the prompt's tokens are its prefix (the natural
- * tokenization), else the completion tokenized on its own (the prompt cannot change at inference).
- */
-export function tokenizeExample(model: LlamaModel, example: TrainingExample): TokenizedExample {
-  const prompt = completionPromptTokens(model, example.prompt);
-  const joint = completionPromptTokens(model, example.prompt + example.completion);
-  const isPrefix = joint.length > prompt.length && prompt.every((token, i) => joint[i] === token);
-  const completion = isPrefix ? joint.slice(prompt.length) : model.tokenize(example.completion, false, 'trimLeadingSpace');
-  return { prompt, completion };
-}
 
 /** How much lower a training runs than the process that starts it (nice levels, capped at 19), as `nice -n 10` would. */
 export const TRAINER_NICENESS = 10;
@@ -115,31 +77,6 @@ function lowerPriority(pid: number | undefined): void {
   }
 }
 
-/** A dataset the base model cannot be trained on in the form its runs asked (said in the user's words). */
-export class ChatFormError extends Error {}
-
-/**
- * Every example tokenized as its run asked it (see {@link TrainingExample.style}): in chat form
- * through the GGUF's own chat template, the way the embedded server renders a chat request
- * ({@link chatExampleTokens}); in completion form as {@link tokenizeExample}. Throws a
- * {@link ChatFormError} for a chat-form example on a model whose GGUF has no chat template.
- */
-export function tokenizeExamples(model: LlamaModel, examples: readonly TrainingExample[]): TokenizedExample[] {
-  const template = chatTemplateOf(model.fileInfo.metadata);
-  let wrapper: JinjaTemplateChatWrapper | undefined;
-  return examples.map((example) => {
-    const style = example.style ?? (template ? 'chat' : 'completion');
-    if (style === 'completion') return tokenizeExample(model, example);
-    if (!template) {
-      throw new ChatFormError(
-        'its runs asked the questions as chat (/v1/chat/completions), but the base model\'s GGUF has no chat template (tokenizer.chat_template) ' +
-          'to render them the same way for training; use a GGUF that carries its chat template, or set INFERENCE_PROMPT_STYLE=completion and run the benchmark again',
-      );
-    }
-    wrapper ??= chatWrapperFor(template);
-    return chatExampleTokens(model, wrapper, example.prompt, example.completion.trim());
-  });
-}
 
 /** Why `TRAINER_DEVICE=cuda` cannot be honoured by a python whose torch finds no CUDA. */
 export function cudaMissingReason(python: string, torchVersion: string): string {
@@ -208,34 +145,6 @@ function jobFailed(message: string): TrainerJob {
   return { done: Promise.resolve(event), cancel: async () => undefined };
 }
 
-/** The dataset file's examples, or why it cannot be trained on (in the user's words). */
-export async function readExamples(datasetPath: string): Promise<{ ok: true; examples: TrainingExample[] } | { ok: false; message: string }> {
-  let text: string;
-  try {
-    text = await readFile(datasetPath, 'utf8');
-  } catch (error) {
-    return { ok: false, message: `the training dataset could not be read: ${(error as Error).message}` };
-  }
-  const examples: TrainingExample[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      return { ok: false, message: `training dataset line ${i + 1} is not JSON` };
-    }
-    const result = exampleSchema.safeParse(parsed);
-    if (!result.success) {
-      return { ok: false, message: `training dataset line ${i + 1} needs a string "prompt" and a non-empty string "completion"` };
-    }
-    examples.push(result.data);
-  }
-  if (examples.length === 0) return { ok: false, message: 'the training dataset has no examples' };
-  return { ok: true, examples };
-}
 
 /**
  * Creates the bundled PyTorch LoRA trainer (trainer/lora_train.py). `onEvent` receives progress

@@ -260,3 +260,20 @@ export function createRayJobsClient(options: RayJobsClientOptions): RayJobsClien
     },
   };
 }
+
+/** Ray's FAILED message in a line: its first sentence and the log's last line (the error). */
+export function failureSummary(job: RayJobDetails): string {
+  const message = (job.message ?? '').trim();
+  if (!message) return `the job failed${job.driver_exit_code != null ? ` with exit code ${job.driver_exit_code}` : ''}`;
+  const [first = '', ...rest] = message.split('\n');
+  const head = first.replace(/,? last available logs.*$/i, '').replace(/\.\s*No logs available\.?$/i, '').replace(/\.$/, '');
+  const tail = rest
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('{'))
+    .at(-1);
+  let summary = tail ? `${head}: ${tail.slice(0, 300)}` : head;
+  if (/No module named '(torch|numpy)'/.test(message)) {
+    summary += " (install PyTorch and numpy for the cluster nodes' python, or set RAY_PYTHON to one that has them)";
+  }
+  return summary;
+}

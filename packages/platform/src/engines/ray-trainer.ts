@@ -1,24 +1,16 @@
 // The bundled LoRA trainer as a Ray job: inputs on storage the cluster shares, one submission per training, followed by polling its status and logs.
+import type { Llama } from 'node-llama-cpp';
 import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { copyFile, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Llama } from 'node-llama-cpp';
 import { loadCpuLlama } from './llama-cpu.js';
+import { TRAINER_SCRIPT, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
+import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient, failureSummary } from './ray-jobs.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
-import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient } from './ray-jobs.js';
-import { ChatFormError, TRAINER_SCRIPT, readExamples, tokenizeExamples, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
-import {
-  DEFAULT_LORA_HYPERPARAMETERS,
-  peftAdapterDir,
-  type OrphanStop,
-  type Trainer,
-  type TrainerDevice,
-  type TrainerEvent,
-  type TrainerJob,
-  type TrainingExample,
-  type TrainingSpec,
-} from './trainer.js';
+import { ChatFormError, readExamples, tokenizeExamples } from './trainer-examples.js';
+import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type OrphanStop, type Trainer, type TrainerDevice, type TrainerEvent, type TrainerJob, type TrainingExample, type TrainingSpec } from './trainer.js';
+import { copyFolderInto, copyInto, inside, nonEmptyFile } from './shared-files.js';
 
 export interface RayTrainerOptions {
   /** The dashboard's HTTP address (`RAY_ADDRESS`), e.g. `http://ray-head:8265`. */
@@ -81,49 +73,6 @@ export function raySubmissionId(trainingId: string, baseModel: string, hyperpara
 /** A path for a POSIX shell, single-quoted. */
 const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
 
-function inside(dir: string, file: string): boolean {
-  const relative = path.relative(dir, file);
-  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
-}
-
-async function nonEmptyFile(file: string): Promise<boolean> {
-  const info = await stat(file).catch(() => null);
-  return info !== null && info.isFile() && info.size > 0;
-}
-
-/** Copies atomically (a temp file beside it, then rename), so a reader never sees half a file. */
-async function copyInto(from: string, to: string): Promise<void> {
-  await mkdir(path.dirname(to), { recursive: true });
-  const temp = `${to}.tmp-${process.pid}-${Date.now()}`;
-  await copyFile(from, temp);
-  await rename(temp, to);
-}
-
-/** Copies a folder the same way: a temp folder beside it, then it replaces the old one. */
-async function copyFolderInto(from: string, to: string): Promise<void> {
-  await mkdir(path.dirname(to), { recursive: true });
-  const temp = `${to}.tmp-${process.pid}-${Date.now()}`;
-  await cp(from, temp, { recursive: true });
-  await rm(to, { recursive: true, force: true });
-  await rename(temp, to);
-}
-
-/** Ray's FAILED message in a line: its first sentence and the log's last line (the error). */
-function failureSummary(job: RayJobDetails): string {
-  const message = (job.message ?? '').trim();
-  if (!message) return `the job failed${job.driver_exit_code != null ? ` with exit code ${job.driver_exit_code}` : ''}`;
-  const [first = '', ...rest] = message.split('\n');
-  const head = first.replace(/,? last available logs.*$/i, '').replace(/\.\s*No logs available\.?$/i, '').replace(/\.$/, '');
-  const tail = rest
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('{'))
-    .at(-1);
-  let summary = tail ? `${head}: ${tail.slice(0, 300)}` : head;
-  if (/No module named '(torch|numpy)'/.test(message)) {
-    summary += " (install PyTorch and numpy for the cluster nodes' python, or set RAY_PYTHON to one that has them)";
-  }
-  return summary;
-}
 
 /**
  * A {@link Trainer} that runs the bundled trainer (trainer/lora_train.py) as a Ray job. `start`

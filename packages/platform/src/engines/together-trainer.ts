@@ -15,6 +15,7 @@ import {
   type TrainingSpec,
 } from './trainer.js';
 import type { TrainerLogger } from './pytorch-trainer.js';
+import { TogetherError, createTogetherCall, sleep } from './together-api.js';
 
 export const DEFAULT_TOGETHER_API_URL = 'https://api.together.xyz/v1';
 
@@ -79,17 +80,6 @@ interface JobState {
   fineTuneId?: string;
 }
 
-/** An error Together answered, in the user's words. */
-export class TogetherError extends Error {
-  constructor(
-    message: string,
-    readonly status: number | null,
-  ) {
-    super(message);
-    this.name = 'TogetherError';
-  }
-}
-
 const TERMINAL_FAILED = new Set(['error', 'failed', 'user_error', 'cancelled', 'canceled']);
 
 /** GGUF tensor names (our hyperparameters) to the Hugging Face module names Together's `lora_trainable_modules` takes. */
@@ -147,35 +137,6 @@ function trainingType(h: LoraHyperparameters): Record<string, unknown> {
   };
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-
-function retryAfterMs(header: string | null): number | null {
-  if (!header) return null;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
-}
-
-/** Together's error message from a response body (`{error: {message}}`, `{message}` or text). */
-function errorMessage(status: number, text: string): string {
-  try {
-    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-    const message = typeof body.error === 'string' ? body.error : (body.error?.message ?? body.message);
-    if (message) return message;
-  } catch {
-    // not JSON
-  }
-  return text.trim().slice(0, 300) || `HTTP ${status}`;
-}
-
 /**
  * A {@link Trainer} that trains on Together. `start` looks the job up before launching: by the
  * fine-tune id kept in `workDir/together.json`, else by the suffix carrying the training id among
@@ -189,49 +150,15 @@ export function createTogetherTrainer(options: TogetherTrainerOptions): Trainer 
   const creditsPerDollar = options.creditsPerDollar ?? 1;
   const pollMs = options.pollMs ?? 5_000;
   const maxPollMs = options.maxPollMs ?? 60_000;
-  const attempts = Math.max(1, options.attempts ?? 5);
-  const retryBaseMs = options.retryBaseMs ?? 500;
-  const timeoutMs = options.timeoutMs ?? 60_000;
   const logger = options.logger;
-
-  async function call<T>(method: string, route: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    let last = '';
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      let wait = retryBaseMs * 2 ** (attempt - 1);
-      try {
-        const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: 'application/json' };
-        let payload: FormData | string | undefined;
-        if (body instanceof FormData) payload = body;
-        else if (body !== undefined) {
-          headers['content-type'] = 'application/json';
-          payload = JSON.stringify(body);
-        }
-        const response = await fetch(`${base}${route}`, {
-          method,
-          headers,
-          ...(payload !== undefined ? { body: payload } : {}),
-          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
-        });
-        const text = await response.text();
-        if (response.ok) return (text ? JSON.parse(text) : {}) as T;
-        const message = errorMessage(response.status, text);
-        if (response.status !== 429 && response.status < 500) {
-          throw new TogetherError(`Together says: ${message}`, response.status);
-        }
-        last = `Together says: ${message} (HTTP ${response.status})`;
-        wait = retryAfterMs(response.headers.get('retry-after')) ?? wait;
-      } catch (error) {
-        if (error instanceof TogetherError) throw error;
-        if (signal?.aborted) throw error;
-        last = `Together could not be reached at ${base}: ${error instanceof Error ? error.message : String(error)}`;
-      }
-      if (attempt < attempts) {
-        logger?.warn({ route, attempt, waitMs: wait, error: last }, 'Together call failed; retrying');
-        await sleep(wait, signal);
-      }
-    }
-    throw new TogetherError(last, null);
-  }
+  const call = createTogetherCall({
+    base,
+    apiKey: options.apiKey,
+    attempts: Math.max(1, options.attempts ?? 5),
+    retryBaseMs: options.retryBaseMs ?? 500,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    logger,
+  });
 
   let supported: Promise<string[] | null> | null = null;
 

@@ -3,7 +3,7 @@ import type { BenchmarkItem } from '../benchmarks/index.js';
 import type { QuestionResultWire } from '@verdict/contract/contract';
 import type { InferenceModel } from '../engines/inference.js';
 import { storableText } from '../safe-text.js';
-import type { Db } from './store.js';
+import type { Db } from './store/db.js';
 
 /** A benchmark question as a run stores it. */
 export type RunItem = BenchmarkItem;

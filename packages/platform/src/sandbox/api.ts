@@ -1,5 +1,5 @@
 // The sandbox's HTTP surface: routes of /api/v1, token auth, fault injection, JSON errors, and the web pages.
-// One route table: each handler is a few lines that parse, call sandbox/operations and answer.
+// One route table: each handler is a few lines that parse, call the sandbox's operations (runs, datasets, trainings, models) and answer.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
@@ -18,36 +18,18 @@ import {
 import { answerToWire, listAnswers } from './answers.js';
 import { MAX_BENCHMARK_UPLOAD_BYTES, getBenchmark, isJsonlBody, listBenchmarks, uploadBenchmark } from './benchmark-routes.js';
 import type { SandboxContext } from './context.js';
-import {
-  SandboxApiError,
-  buildDataset,
-  cancelRun,
-  cancelTraining,
-  estimateTraining,
-  launchRun,
-  launchTraining,
-  requireBenchmark,
-  requireRun,
-  searchModels,
-  syncEngineModels,
-  type Reply,
-} from './operations.js';
+import { buildDataset } from './datasets.js';
+import { searchModels, syncEngineModels } from './models.js';
+import { SandboxApiError, requireBenchmark, type Reply } from './replies.js';
+import { cancelRun, launchRun, requireRun } from './runs.js';
+import { cancelTraining, estimateTraining, launchTraining } from './trainings.js';
 import { notFoundPage, runPage, trainingPage } from './pages.js';
 import { questionResult } from './simulator.js';
-import {
-  datasetToWire,
-  getDataset,
-  getModel,
-  getSetting,
-  getTraining,
-  listModels,
-  loadLineage,
-  modelToWire,
-  readAccount,
-  runToWire,
-  setSetting,
-  trainingToWire,
-} from './store.js';
+import { datasetToWire, getDataset } from './store/datasets.js';
+import { getModel, listModels, loadLineage, modelToWire } from './store/models.js';
+import { runToWire } from './store/runs.js';
+import { getSetting, readAccount, setSetting } from './store/settings.js';
+import { getTraining, trainingToWire } from './store/trainings.js';
 import { WEBHOOK_URL_SETTING, WEBHOOK_URL_UPDATED_SETTING } from './webhook-sender.js';
 
 const MAX_BODY_BYTES = 1_000_000;

@@ -4,7 +4,7 @@ import { BenchmarkUploadRequestSchema, describeZodError, type BenchmarkWire, typ
 import { describeFormat, fileBenchmarkToWire, formatBenchmarkErrors, type BenchmarkFileError, type BenchmarkFormatReport } from '../benchmarks/index.js';
 import { BENCHMARKS } from './catalogue.js';
 import type { SandboxContext } from './context.js';
-import { SandboxApiError, benchmarkToWire, requireBenchmark, type Reply } from './operations.js';
+import { SandboxApiError, benchmarkToWire, requireBenchmark, type Reply } from './replies.js';
 import { findBenchmark } from './catalogue.js';
 
 /** Largest benchmark upload accepted, as JSONL text. */

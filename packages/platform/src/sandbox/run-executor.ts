@@ -12,7 +12,9 @@ import {
   type StoredAnswer,
 } from './answers.js';
 import type { SandboxLogger } from './context.js';
-import { chargeAccount, getRun, updateRun, withTransaction } from './store.js';
+import { withTransaction } from './store/db.js';
+import { getRun, updateRun } from './store/runs.js';
+import { chargeAccount } from './store/settings.js';
 import { generationBudget, type InferenceEngine } from '../engines/inference.js';
 
 export interface RunExecutorOptions {

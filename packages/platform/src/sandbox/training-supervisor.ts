@@ -1,25 +1,11 @@
 // Supervises real LoRA trainings: one trainer job per training under a Postgres advisory lock, progress stored, reruns after a crash, completion once.
-import { mkdir, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { nonEmptyFile } from '../engines/shared-files.js';
 import type pg from 'pg';
 import type { SandboxContext, SandboxLogger, TrainingSupervisor } from './context.js';
-import { enqueueEvent, fineTunedName } from './operations.js';
-import {
-  chargeAccount,
-  getDataset,
-  getModel,
-  getTraining,
-  activeTrainerTrainingIds,
-  insertFineTunedModel,
-  recordEngineStopped,
-  unstoppedCancelledTrainingIds,
-  updateActiveTraining,
-  updateTraining,
-  withTransaction,
-  type TrainingRow,
-} from './store.js';
+import { adapterFile, claimTraining, completeTraining, failTraining, prepareTrainingSpec, unlockTraining } from './training-steps.js';
+import { getTraining, activeTrainerTrainingIds, recordEngineStopped, unstoppedCancelledTrainingIds, updateActiveTraining } from './store/trainings.js';
 import type { AdapterRegistration } from '../engines/lora-adapters.js';
-import { DEFAULT_LORA_HYPERPARAMETERS, type Trainer, type TrainerEvent, type TrainerJob, type TrainingSpec } from '../engines/trainer.js';
+import type { Trainer, TrainerEvent, TrainerJob } from '../engines/trainer.js';
 
 export interface TrainingSupervisorOptions {
   trainer: Trainer;
@@ -44,23 +30,12 @@ export interface TrainingSupervisorOptions {
   maxEngineStopRetryMs?: number;
 }
 
-const LOCK_SQL = `hashtext('verdict-bot:training'), hashtext($1)`;
-
 /** A training this process trains: its trainer job once started, whether it was cancelled, and the stop of its job once asked. */
 interface Entry {
   job: TrainerJob | null;
   settled: Promise<void>;
   cancelled: boolean;
   stopped: Promise<void> | null;
-}
-
-function adapterFile(options: TrainingSupervisorOptions, trainingId: string): string {
-  return path.join(options.adaptersDir, `${trainingId}.gguf`);
-}
-
-async function nonEmptyFile(file: string): Promise<boolean> {
-  const info = await stat(file).catch(() => null);
-  return info !== null && info.isFile() && info.size > 0;
 }
 
 /**
@@ -107,85 +82,6 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     restored = true;
   }
 
-  async function claim(id: string): Promise<pg.PoolClient | null> {
-    const client = await ctx.pool.connect();
-    try {
-      const locked = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_SQL}) AS ok`, [id]);
-      if (locked.rows[0]!.ok) return client;
-    } catch (error) {
-      client.release(error instanceof Error ? error : new Error(String(error)));
-      throw error;
-    }
-    client.release();
-    return null;
-  }
-
-  async function unlock(client: pg.PoolClient, id: string, broken: boolean): Promise<void> {
-    if (broken) {
-      client.release(new Error('connection lost while training'));
-      return;
-    }
-    try {
-      await client.query(`SELECT pg_advisory_unlock(${LOCK_SQL})`, [id]);
-      client.release();
-    } catch (error) {
-      client.release(error instanceof Error ? error : new Error(String(error)));
-    }
-  }
-
-  async function fail(id: string, message: string): Promise<void> {
-    await withTransaction(ctx.pool, async (client) => {
-      const training = await getTraining(client, id, 'for-update');
-      if (!training || (training.status !== 'queued' && training.status !== 'running')) return;
-      const now = ctx.now();
-      await updateTraining(client, id, { status: 'failed', charged: 0, finished_at: now, error_message: message });
-      await enqueueEvent(ctx, client, 'training.failed', id, now);
-    });
-    logger.info({ trainingId: id, message }, 'training failed');
-  }
-
-  /** `servedModel`: the name a hosted trainer's endpoint serves the model under (no adapter file to load). */
-  async function complete(training: TrainingRow, adapterPath: string, finalLoss: number | null, servedModel?: string): Promise<void> {
-    const base = await getModel(ctx.pool, training.base_model_id);
-    if (!base) throw new Error(`base model ${training.base_model_id} of training ${training.id} is missing`);
-    const name = fineTunedName(base.name, training.id);
-    const modelId = `ft/${name}`;
-    // Served before it exists: no run can name the model before the endpoint has its adapter.
-    if (!servedModel) await options.registerAdapter({ name: modelId, path: adapterPath, baseModelId: base.id });
-    const completed = await withTransaction(ctx.pool, async (client) => {
-      const current = await getTraining(client, training.id, 'for-update');
-      if (!current || (current.status !== 'queued' && current.status !== 'running')) return false;
-      const now = ctx.now();
-      await insertFineTunedModel(client, {
-        id: modelId,
-        name,
-        params: base.params,
-        sizeLabel: base.size_label,
-        baseModelId: base.id,
-        trainingJobId: training.id,
-        datasetId: training.dataset_id,
-        createdAt: now,
-        adapterPath: servedModel ? null : adapterPath,
-        servedModel: servedModel ?? null,
-        engine: base.engine ?? null,
-      });
-      await updateTraining(client, training.id, {
-        status: 'completed',
-        charged: training.price,
-        produced_model_id: modelId,
-        adapter_path: servedModel ? null : adapterPath,
-        finished_at: now,
-        progress_at: now,
-        step: current.total_steps ?? current.step,
-        ...(finalLoss !== null ? { loss: finalLoss } : {}),
-      });
-      await chargeAccount(client, training.price);
-      await enqueueEvent(ctx, client, 'training.completed', training.id, now);
-      return true;
-    });
-    if (completed) logger.info({ trainingId: training.id, modelId, adapterPath, charged: training.price }, 'training completed');
-  }
-
   function progressWriter(id: string, startedAt: number): (event: Extract<TrainerEvent, { type: 'progress' }>) => void {
     let lastWrite = 0;
     let writing: Promise<void> = Promise.resolve();
@@ -207,39 +103,6 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
           }).then(() => undefined),
         )
         .catch((error: unknown) => logger.warn({ err: error, trainingId: id }, 'training progress not stored'));
-    };
-  }
-
-  /**
-   * The trainer's spec of a training, its dataset written to its work folder: the same spec on every
-   * start, so a remote trainer finds the job an earlier start launched. `needsBaseModel`: a missing
-   * GGUF file of the base model is an error (else the path is empty).
-   */
-  async function prepareSpec(training: TrainingRow, needsBaseModel: boolean): Promise<{ ok: true; spec: TrainingSpec } | { ok: false; message: string }> {
-    const id = training.id;
-    const baseModelPath = options.baseModelPath(training.base_model_id);
-    if (baseModelPath === null && needsBaseModel) {
-      return { ok: false, message: `the GGUF file of base model ${training.base_model_id} is not on this machine; training needs it` };
-    }
-    const dataset = await getDataset(ctx.pool, training.dataset_id);
-    if (!dataset?.examples || dataset.examples.length === 0) return { ok: false, message: `dataset ${training.dataset_id} has no training examples` };
-    const workDir = path.join(options.workDir, id);
-    await mkdir(workDir, { recursive: true });
-    await mkdir(options.adaptersDir, { recursive: true });
-    const datasetPath = path.join(workDir, 'dataset.jsonl');
-    await writeFile(datasetPath, dataset.examples.map((e) => JSON.stringify({ prompt: e.prompt, completion: e.completion, ...(e.style ? { style: e.style } : {}) })).join('\n') + '\n');
-    return {
-      ok: true,
-      spec: {
-        jobId: id,
-        baseModelPath: baseModelPath ?? '',
-        baseModelId: training.base_model_id,
-        datasetPath,
-        adapterPath: adapterFile(options, id),
-        workDir,
-        hyperparameters: { ...DEFAULT_LORA_HYPERPARAMETERS, ...training.hyperparameters, epochs: training.epochs },
-        threads: options.threads,
-      },
     };
   }
 
@@ -275,7 +138,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       if (running.has(id)) continue;
       const retry = stopRetries.get(id);
       if (retry && retry.nextAt > Date.now()) continue;
-      const lock = await claim(id);
+      const lock = await claimTraining(ctx, id);
       if (!lock) continue;
       try {
         const training = await getTraining(ctx.pool, id);
@@ -284,7 +147,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
           continue;
         }
         try {
-          const prepared = await prepareSpec(training, false);
+          const prepared = await prepareTrainingSpec(ctx, options, training, false);
           if (!prepared.ok) throw new Error(prepared.message);
           const { outcome, remoteId, status } = await stopOrphan.call(options.trainer, prepared.spec);
           stopRetries.delete(id);
@@ -303,7 +166,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
           logger.warn({ err: error, trainingId: id, failures, waitMs }, 'engine job of a cancelled training not stopped yet; asked again later');
         }
       } finally {
-        await unlock(lock, id, false);
+        await unlockTraining(lock, id, false);
       }
     }
   }
@@ -325,16 +188,16 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
       const adapterPath = adapterFile(options, id);
       if (await nonEmptyFile(adapterPath)) {
         // Written (atomically) by an earlier attempt that died before completing the training.
-        await complete(training, adapterPath, training.loss);
+        await completeTraining(ctx, options.registerAdapter, training, adapterPath, training.loss);
         return;
       }
       if (training.attempts >= maxAttempts) {
-        await fail(id, `the trainer was started ${training.attempts} times without finishing; not trying again`);
+        await failTraining(ctx, id, `the trainer was started ${training.attempts} times without finishing; not trying again`);
         return;
       }
-      const prepared = await prepareSpec(training, options.trainer.needsBaseModelFile !== false);
+      const prepared = await prepareTrainingSpec(ctx, options, training, options.trainer.needsBaseModelFile !== false);
       if (!prepared.ok) {
-        await fail(id, prepared.message);
+        await failTraining(ctx, id, prepared.message);
         return;
       }
 
@@ -372,13 +235,13 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
         return;
       }
       if (outcome.type === 'failed') {
-        await fail(id, `the trainer failed: ${outcome.message}`);
+        await failTraining(ctx, id, `the trainer failed: ${outcome.message}`);
         return;
       }
-      await complete((await getTraining(ctx.pool, id)) ?? training, outcome.adapterPath, outcome.metrics.finalLoss, outcome.servedModel);
+      await completeTraining(ctx, options.registerAdapter, (await getTraining(ctx.pool, id)) ?? training, outcome.adapterPath, outcome.metrics.finalLoss, outcome.servedModel);
     } finally {
       lock.off('error', onLost);
-      await unlock(lock, id, lost);
+      await unlockTraining(lock, id, lost);
     }
   }
 
@@ -429,7 +292,7 @@ export function createTrainingSupervisor(ctx: SandboxContext, options: TrainingS
     for (const id of await activeTrainerTrainingIds(ctx.pool)) {
       if (stopping || running.size >= maxConcurrent) return;
       if (running.has(id)) continue;
-      const lock = await claim(id);
+      const lock = await claimTraining(ctx, id);
       if (!lock) continue;
       const entry: Entry = { job: null, settled: Promise.resolve(), cancelled: false, stopped: null };
       running.set(id, entry);

@@ -2,7 +2,7 @@
 import { request, type Dispatcher } from 'undici';
 import { webhookHeaders } from '@verdict/contract/webhooks';
 import type { SandboxContext } from './context.js';
-import { getSetting } from './store.js';
+import { getSetting } from './store/settings.js';
 
 export const WEBHOOK_URL_SETTING = 'webhook_url';
 export const WEBHOOK_URL_UPDATED_SETTING = 'webhook_url_updated_at';
