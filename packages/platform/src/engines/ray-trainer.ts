@@ -1,4 +1,5 @@
 // The bundled LoRA trainer as a Ray job: inputs on storage the cluster shares, one submission per training, followed by polling its status and logs.
+// About 400 lines: one Trainer whose steps (stage, submit, follow, cancel, reattach) share one job's state; the REST client is ray-jobs.ts.
 import type { Llama } from 'node-llama-cpp';
 import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';

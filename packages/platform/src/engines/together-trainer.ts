@@ -1,4 +1,5 @@
 // Hosted LoRA training on Together: the dataset uploaded through its files API, a fine-tuning job launched once, followed by polling, served by Together's inference.
+// About 400 lines: one Trainer whose steps (upload, launch, follow, cancel, reattach) share one job's state; Together's HTTP client is together-api.ts.
 import { createHash } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
