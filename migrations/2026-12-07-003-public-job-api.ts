@@ -12,13 +12,6 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function if exists gc_empty_chat_queues(int)`.execute(db);
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
-  // As they were after 2026-12-07-002: the chat queues' functions, the plan queues' (which replaces
-  // the clean-up with one that covers both), then the Slack ingest that calls the quiet enqueue.
-  const chatQueueGc = await import('./2026-12-07-001-chat-queue-gc.js');
-  const planQueueGc = await import('./2026-12-07-002-plan-queue-gc.js');
-  const ingestSlackFunction = await import('./2026-12-06-001-ingest-slack-function.js');
-  await chatQueueGc.up(db);
-  await planQueueGc.up(db);
-  await ingestSlackFunction.up(db);
+export async function down(_db: Kysely<any>): Promise<void> {
+  // Nothing to restore: the functions it drops are not created by any migration any more.
 }
