@@ -65,6 +65,27 @@ const ITEMS = [
   { id: 'q5', question: 'They went to the', answer: 'store', score: 1 },
 ];
 
+/** The estimate's and the launch's refusals of a training of BASE on `datasetId`: both must be `engine_unavailable`, not retryable. */
+async function refusedMessages(platform: Platform, datasetId: string): Promise<string[]> {
+  const messages: string[] = [];
+  for (const call of [
+    () => platform.estimateTraining({ datasetId, baseModelId: BASE }),
+    () => platform.launchTraining({ datasetId, baseModelId: BASE }, 'one'),
+  ]) {
+    const error = await call().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(isPlatformError(error)).toBe(true);
+    if (!isPlatformError(error)) continue;
+    expect(error.code).toBe('engine_unavailable');
+    expect(error.retryable).toBe(false);
+    messages.push(error.message);
+  }
+  expect(messages).toHaveLength(2);
+  return messages;
+}
+
 describe('real trainings under the training supervisor', () => {
   const started: TestSandbox[] = [];
   let receiver: Receiver | undefined;
@@ -240,20 +261,9 @@ describe('real trainings under the training supervisor', () => {
     const { platform } = await start({ ...trainer, checkBaseModel: bundledTrainerRefusal });
     const dataset = await platform.buildDataset({ runId }, 'ds');
     const balance = (await platform.getBalance()).balanceCredits;
-    for (const call of [
-      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
-      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
-    ]) {
-      const error = await call().then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(isPlatformError(error)).toBe(true);
-      if (!isPlatformError(error)) continue;
-      expect(error.code).toBe('engine_unavailable');
-      expect(error.retryable).toBe(false);
-      expect(error.message).toContain(`${BASE} cannot be trained here: the base model ${BASE}.gguf has tensors stored as IQ2_XXS (token_embd.weight`);
-      expect(error.message).toContain('it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS');
+    for (const message of await refusedMessages(platform, dataset.id)) {
+      expect(message).toContain(`${BASE} cannot be trained here: the base model ${BASE}.gguf has tensors stored as IQ2_XXS (token_embd.weight`);
+      expect(message).toContain('it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS');
     }
     expect((await platform.getBalance()).balanceCredits).toBe(balance);
     const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
@@ -268,20 +278,9 @@ describe('real trainings under the training supervisor', () => {
     const { trainer, state } = testTrainer({ available: { ok: false, reason: 'no python with torch found (tried python3, /usr/bin/python3)' } });
     const { platform } = await start(trainer);
     const dataset = await platform.buildDataset({ runId }, 'ds');
-    for (const call of [
-      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
-      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
-    ]) {
-      const error = await call().then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(isPlatformError(error)).toBe(true);
-      if (!isPlatformError(error)) continue;
-      expect(error.code).toBe('engine_unavailable');
-      expect(error.retryable).toBe(false);
-      expect(error.message).toContain('training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)');
-      expect(error.message).toContain('tried python3, /usr/bin/python3');
+    for (const message of await refusedMessages(platform, dataset.id)) {
+      expect(message).toContain('training needs PyTorch: install it with `apt-get install -y python3-torch` (or pip install torch)');
+      expect(message).toContain('tried python3, /usr/bin/python3');
     }
     const pool = new pg.Pool({ connectionString: setup.databaseUrl, max: 1 });
     const count = await pool.query('SELECT count(*)::int AS n FROM sandbox.trainings');
@@ -298,20 +297,9 @@ describe('real trainings under the training supervisor', () => {
     const { platform } = await start({ ...trainer, checkBaseModel: bundledTrainerRefusal });
     const dataset = await platform.buildDataset({ runId }, 'ds');
     const balance = await platform.getBalance();
-    for (const call of [
-      () => platform.estimateTraining({ datasetId: dataset.id, baseModelId: BASE }),
-      () => platform.launchTraining({ datasetId: dataset.id, baseModelId: BASE }, 'one'),
-    ]) {
-      const error = await call().then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(isPlatformError(error)).toBe(true);
-      if (!isPlatformError(error)) continue;
-      expect(error.code).toBe('engine_unavailable');
-      expect(error.retryable).toBe(false);
-      expect(error.message).toMatch(/^POST \/api\/v1\/trainings(\/estimate)?: /);
-      expect(error.message).toContain(
+    for (const message of await refusedMessages(platform, dataset.id)) {
+      expect(message).toMatch(/^POST \/api\/v1\/trainings(\/estimate)?: /);
+      expect(message).toContain(
         `${BASE} cannot be trained here: the base model ${BASE}.gguf has architecture mamba, which the bundled trainer cannot train; it trains gemma2, gemma3, llama, phi3, qwen2, qwen3`,
       );
     }

@@ -37,8 +37,6 @@ ARCHS: Dict[str, Dict[str, Any]] = {
 }
 SUPPORTED_ARCHITECTURES = tuple(sorted(ARCHS))
 
-# Every linear layer name a block can have; an architecture has a subset (`linear_names`).
-LINEAR_NAMES = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 _SPLIT_LINEARS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 _FUSED_LINEARS = ("attn_qkv", "attn_output", "ffn_up", "ffn_down")
 # A target named for the split layout, in an architecture that fuses it: the fused tensor holds it.

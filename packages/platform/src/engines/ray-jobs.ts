@@ -86,7 +86,8 @@ export interface RayJobsClient {
   version(timeoutMs?: number): Promise<{ rayVersion: string }>;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+/** Waits `ms`, or less when `signal` aborts; never rejects. */
+export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const onAbort = () => {
       clearTimeout(timer);

@@ -7,7 +7,7 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import path from 'node:path';
 import { loadCpuLlama } from './llama-cpu.js';
 import { TRAINER_SCRIPT, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
-import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient, failureSummary } from './ray-jobs.js';
+import { RAY_TERMINAL, RayError, createRayJobsClient, sleep, type RayJobDetails, type RayJobsClient, failureSummary } from './ray-jobs.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { ChatFormError, readExamples, tokenizeExamples } from './trainer-examples.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type OrphanStop, type Trainer, type TrainerDevice, type TrainerEvent, type TrainerJob, type TrainingExample, type TrainingSpec } from './trainer.js';
@@ -410,16 +410,3 @@ export function createRayTrainer(options: RayTrainerOptions): Trainer {
     },
   };
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
