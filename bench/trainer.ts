@@ -330,7 +330,8 @@ async function main(): Promise<void> {
         .map((line) => JSON.parse(line) as { prompt: number[]; completion: number[] });
       const trainedTokens = tokens.reduce((sum, e) => sum + e.prompt.length + e.completion.length, 0);
       const aloneSpec = path.join(dir, 'alone-spec.json');
-      await writeFile(aloneSpec, JSON.stringify({ ...spec, adapterPath: path.join(dir, 'alone.gguf'), peftAdapterDir: path.join(dir, 'alone.peft') }));
+      // Its tokens are written: the trainer alone reads them at once.
+      await writeFile(aloneSpec, JSON.stringify({ ...spec, awaitTokens: false, adapterPath: path.join(dir, 'alone.gguf'), peftAdapterDir: path.join(dir, 'alone.peft') }));
       // The peak just before and just after the trainer alone: on a shared machine the CPU it gets drifts.
       const peakBefore = await peakMatmulGflops(python);
       const alone = await trainAlone(python, aloneSpec);

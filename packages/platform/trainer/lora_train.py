@@ -10,7 +10,9 @@ Usage:
 The spec (JSON): jobId, baseModelPath, tokensPath (JSONL, one {"prompt": [ids], "completion": [ids]}
 a line; loss on the completion ids only), adapterPath, threads, hyperparameters {rank, alpha,
 targetModules, epochs, learningRate}, optional batchSize, seed, device (auto | cpu | cuda; default
-auto), peftAdapterDir (where the Hugging Face PEFT folder goes too) and baseModelName (written in it).
+auto), peftAdapterDir (where the Hugging Face PEFT folder goes too), baseModelName (written in it) and
+awaitTokens (true: tokensPath is read only once a line "ready" comes on stdin, so that the caller can
+tokenize while this process loads torch and the model; stdin closed without it: exit 3, no event).
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def load_spec(path: str) -> Dict[str, Any]:
     spec["device"] = spec.get("device") or "auto"
     if spec["device"] not in DEVICES:
         raise SpecError("device must be one of %s, got %r (TRAINER_DEVICE)" % (", ".join(DEVICES), spec["device"]))
+    if not isinstance(spec.get("awaitTokens", False), bool):
+        raise SpecError("awaitTokens must be true or false, got %r" % spec["awaitTokens"])
     for key in ("peftAdapterDir", "baseModelName"):
         if spec.get(key) is not None and (not isinstance(spec[key], str) or not spec[key]):
             raise SpecError("%s must be a non-empty string when given" % key)
@@ -166,6 +170,8 @@ def train(spec: Dict[str, Any], parent: int) -> None:
     emit({"type": "started", "device": device, "torch": torch.__version__})
     model = LlamaModel(base).to(device)
     vocab = model.tok_embd.shape[0]
+    if spec.get("awaitTokens") and sys.stdin.readline().strip() != "ready":
+        os._exit(3)  # the caller could not tokenize, or gave up: it reports why
     examples = load_examples(spec["tokensPath"], vocab)
     context = int(base.get("%s.context_length" % model.arch, 0) or 0)
     too_long = [i + 1 for i, (p, c) in enumerate(examples) if context and len(p) + len(c) > context]
@@ -413,6 +419,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # Torch's OpenMP threads spin for a while after each parallel region, and OpenBLAS's threads after
+    # each product: with as many threads as cores, each pool's spinning steals the cores the other's
+    # next operation needs. Passive waits made a training step 2.9x faster on 2 cores (bench/trainer.ts,
+    # docs/performance.md). Read when the OpenMP runtime loads: set before torch is imported.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     if args.check:
         return check()

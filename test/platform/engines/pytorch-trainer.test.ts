@@ -432,6 +432,33 @@ describe.skipIf(!probe.ok)('PyTorch trainer on stories260K', () => {
     expect(done.type === 'failed' ? done.message : '').toMatch(/unknown target module\(s\) mlp; choose from attn_q/);
   });
 
+
+  it('tokenizes while the trainer loads the model, and a dataset it cannot render fails with that reason and leaves no trainer running', async () => {
+    // Asked as chat, on a model with no chat template: the tokenizing fails after the trainer started.
+    const datasetPath = path.join(dir, 'chat.jsonl');
+    await writeFile(datasetPath, '{"prompt":"The dog was very","completion":"excited","style":"chat"}\n');
+    const workDir = path.join(dir, 'chat-work');
+    const events: TrainerEvent[] = [];
+    const job = await newTrainer(1).start(
+      {
+        jobId: 'chat-untemplated',
+        baseModelPath: modelPath,
+        datasetPath,
+        adapterPath: path.join(dir, 'chat.gguf'),
+        workDir,
+        hyperparameters: DEFAULT_LORA_HYPERPARAMETERS,
+        threads: 1,
+      },
+      (event) => events.push(event),
+    );
+    const done = await job.done;
+    expect(done.type).toBe('failed');
+    expect(done.type === 'failed' ? done.message : '').toMatch(/^the training cannot be rendered as its runs were asked: .*no chat template \(tokenizer\.chat_template\)/);
+    expect(events).toEqual([]);
+    expect(await processesWith(workDir)).toEqual([]);
+    // The trainer was started with the spec that makes it wait for the tokens.
+    expect(JSON.parse(await readFile(path.join(workDir, 'spec.json'), 'utf8'))).toMatchObject({ awaitTokens: true, tokensPath: path.join(workDir, 'tokens.jsonl') });
+  });
   async function longTraining(name: string): Promise<{ datasetPath: string; workDir: string }> {
     const datasetPath = path.join(dir, `${name}.jsonl`);
     await writeFile(datasetPath, STORIES.map((s) => JSON.stringify({ prompt: s.prompt, completion: ` ${s.answer}` })).join('\n') + '\n');

@@ -228,19 +228,10 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       }
       const problem = await bundledTrainerRefusal(spec.baseModelPath);
       if (problem) return jobFailed(problem);
-      let tokenized: TokenizedExample[];
-      try {
-        tokenized = await tokenize(spec, read.examples);
-      } catch (error) {
-        if (error instanceof ChatFormError) return jobFailed(`the training cannot be rendered as its runs were asked: ${error.message}`);
-        return jobFailed(`the base model could not be read for tokenizing: ${(error as Error).message}`);
-      }
-
       const tokensPath = path.join(spec.workDir, 'tokens.jsonl');
       const specPath = path.join(spec.workDir, 'spec.json');
       try {
         await mkdir(spec.workDir, { recursive: true });
-        await writeFile(tokensPath, tokenized.map((example) => JSON.stringify(example)).join('\n') + '\n');
         await writeFile(
           specPath,
           JSON.stringify(
@@ -248,6 +239,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
               jobId: spec.jobId,
               baseModelPath: spec.baseModelPath,
               tokensPath,
+              awaitTokens: true,
               adapterPath: spec.adapterPath,
               peftAdapterDir: peftAdapterDir(spec.adapterPath),
               ...(spec.baseModelId ? { baseModelName: spec.baseModelId } : {}),
@@ -262,23 +254,49 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       } catch (error) {
         return jobFailed(`the trainer's work folder ${spec.workDir} could not be written: ${(error as Error).message}`);
       }
-      return supervise(python.python, specPath, spec, onEvent);
+      // Tokenized while the trainer loads torch and the model (seconds each on a real model): it
+      // reads the tokens once told they are written. A failure here is the training's reason.
+      const tokensWritten = (async (): Promise<string | null> => {
+        let tokenized: TokenizedExample[];
+        try {
+          tokenized = await tokenize(spec, read.examples);
+        } catch (error) {
+          if (error instanceof ChatFormError) return `the training cannot be rendered as its runs were asked: ${error.message}`;
+          return `the base model could not be read for tokenizing: ${(error as Error).message}`;
+        }
+        try {
+          await writeFile(tokensPath, tokenized.map((example) => JSON.stringify(example)).join('\n') + '\n');
+          return null;
+        } catch (error) {
+          return `the trainer's work folder ${spec.workDir} could not be written: ${(error as Error).message}`;
+        }
+      })();
+      return supervise(python.python, specPath, spec, onEvent, tokensWritten);
     },
   };
 
   // No `stopOrphan` here: the subprocess dies with the platform process that started it
   // (lora_train.py's watch_parent: PR_SET_PDEATHSIG, and a check of its parent every 0.5 s), so a
   // training no process follows has no job left running.
-  function supervise(python: string, specPath: string, spec: TrainingSpec, onEvent: (event: TrainerEvent) => void): TrainerJob {
+  function supervise(python: string, specPath: string, spec: TrainingSpec, onEvent: (event: TrainerEvent) => void, tokensWritten: Promise<string | null>): TrainerJob {
     const child: ChildProcess = spawn(python, [TRAINER_SCRIPT, '--spec', specPath], {
       cwd: spec.workDir,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', OMP_NUM_THREADS: String(spec.threads || opts.threads) },
     });
     lowerPriority(child.pid);
     logger?.info({ jobId: spec.jobId, pid: child.pid, python }, 'trainer started');
     let last: Done | null = null;
     let cancelled = false;
+    let notTokenized: string | null = null;
+    // A trainer that exited first closed its end: nothing to tell it then.
+    child.stdin!.on('error', () => undefined);
+    void tokensWritten.then((failure) => {
+      notTokenized = failure;
+      if (failure === null) child.stdin!.end('ready\n');
+      // Stopped now rather than once its model is loaded; `done` reports the failure.
+      else child.kill('SIGKILL');
+    });
     const stderrTail: string[] = [];
 
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -312,6 +330,7 @@ export function createPytorchTrainer(opts: PytorchTrainerOptions): Trainer {
       child.on('close', (code, signal) => {
         void (async (): Promise<Done> => {
           if (cancelled) return { type: 'failed', message: 'training cancelled' };
+          if (notTokenized !== null) return { type: 'failed', message: notTokenized };
           const final = last as Done | null;
           if (final?.type === 'completed' && code === 0) {
             try {
