@@ -22,7 +22,7 @@ export async function startPostgres(): Promise<BenchPostgres> {
   const postgres = await startPrivatePostgres({ folderPrefix: 'verdict-bench-pg-' });
   const { dir } = postgres;
   let server = postgres.server;
-  if (process.env.BENCH_PG_STATEMENTS === '1') {
+  if (['1', 'calls'].includes(process.env.BENCH_PG_STATEMENTS ?? '')) {
     // The extension must be preloaded: set it, then restart the server on the same data and port.
     const client = new pg.Client(server.url);
     await client.connect();
@@ -105,11 +105,13 @@ export async function sampleWaits(databaseUrl: string, everyMs = 20): Promise<{ 
 }
 
 /**
- * Diagnostic (BENCH_PG_STATEMENTS=1, set before `startPostgres`): prints the statements run on
+ * Diagnostic (BENCH_PG_STATEMENTS=1 or calls, set before `startPostgres`): prints the statements run on
  * `databaseUrl`'s database, most calls first, as calls per `per` (e.g. per turn) and total time.
  */
 export async function printStatements(adminUrl: string, databaseUrl: string, per: number, top = 40): Promise<void> {
-  if (process.env.BENCH_PG_STATEMENTS !== '1') return;
+  // BENCH_PG_STATEMENTS=1: the costliest statements first; =calls: the most frequent first.
+  const order = { '1': 's.total_exec_time', calls: 's.calls' }[process.env.BENCH_PG_STATEMENTS ?? ''];
+  if (!order) return;
   const name = new URL(databaseUrl).pathname.slice(1);
   const client = new pg.Client(adminUrl);
   await client.connect();
@@ -117,13 +119,13 @@ export async function printStatements(adminUrl: string, databaseUrl: string, per
     const rows = (
       await client.query<{ calls: string; ms: number; query: string }>(
         `select s.calls::text, s.total_exec_time as ms, regexp_replace(left(s.query, 140), '\\s+', ' ', 'g') as query
-           from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1 order by s.calls desc limit $2`,
+           from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1 order by ${order} desc limit $2`,
         [name, top],
       )
     ).rows;
     const commits = (await client.query<{ commits: string }>('select xact_commit::text as commits from pg_stat_database where datname = $1', [name])).rows[0]!.commits;
     console.log(`    transactions committed on ${name} per unit: ${(Number(commits) / per).toFixed(2)}`);
-    console.log(`    statements on ${name}, calls per unit (${per} units) / total ms:`);
+    console.log(`    statements on ${name}, calls per unit (${per} units) / total ms, ${order === 's.calls' ? 'the most frequent' : 'the costliest'} first:`);
     for (const row of rows) console.log(`    ${(Number(row.calls) / per).toFixed(2).padStart(8)} ${row.ms.toFixed(0).padStart(7)} ms  ${row.query}`);
   } finally {
     await client.end();

@@ -16,6 +16,7 @@ import * as chatQueueGc from './2026-12-07-001-chat-queue-gc.js';
 import * as planQueueGc from './2026-12-07-002-plan-queue-gc.js';
 import * as publicJobApi from './2026-12-07-003-public-job-api.js';
 import * as slackInstallations from './2026-12-07-004-slack-installations.js';
+import * as resourcesToolCall from './2026-12-08-001-resources-tool-call.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-07-002-plan-queue-gc': planQueueGc,
   '2026-12-07-003-public-job-api': publicJobApi,
   '2026-12-07-004-slack-installations': slackInstallations,
+  '2026-12-08-001-resources-tool-call': resourcesToolCall,
 };
