@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "packages", "platform", "trainer"))
-from gguf import GgufFile, write_gguf  # noqa: E402
+from gguf_file import GgufFile, write_gguf  # noqa: E402
 
 # Qwen2.5-0.5B: hidden 896, 24 layers, 14 heads (head dim 64), 2 KV heads, FFN 4864, vocabulary 151,936.
 QWEN25_05B = {"n_embd": 896, "n_layer": 24, "n_head": 14, "n_head_kv": 2, "n_ff": 4864, "n_vocab": 151936,
