@@ -178,7 +178,7 @@ export async function runLoops(
       await slack.stop();
       await model.stop();
       await postgres.stop();
-      await rm(dir, { recursive: true, force: true });
+      if (process.env.BENCH_KEEP_TMP) console.log(`kept ${dir}`); else await rm(dir, { recursive: true, force: true });
     },
   };
 }

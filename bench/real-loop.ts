@@ -176,13 +176,16 @@ export async function main(): Promise<void> {
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as LogLine);
       const served = lines.filter((l) => l.msg === 'inference request served');
-      const intervals = (model: (m: string) => boolean) =>
-        served.filter((l) => model(l.model ?? '')).map((l) => [epochOf(l) - l.engineMs!, epochOf(l)] as const);
-      const baseRequests = intervals((m) => m === MODEL_ID);
-      const trainedRequests = intervals((m) => m !== MODEL_ID);
       const trainerStart = lines.find((l) => l.msg === 'trainer started');
       const trainerExit = lines.find((l) => l.msg === 'trainer exited');
-      if (!trainerStart || !trainerExit || baseRequests.length === 0 || trainedRequests.length === 0) throw new Error('the engines logged no timing (LOG_LEVEL=debug lines missing)');
+      if (!trainerStart || !trainerExit) throw new Error('the engines logged no timing (LOG_LEVEL=debug lines missing)');
+      // A run's requests by when they were served, not by model name: the trained run also asks the
+      // base model (its tokenizer) once before its questions.
+      const intervals = (when: (at: number) => boolean) =>
+        served.filter((l) => when(epochOf(l))).map((l) => [epochOf(l) - l.engineMs!, epochOf(l)] as const);
+      const baseRequests = intervals((at) => at <= epochOf(trainerStart));
+      const trainedRequests = intervals((at) => at >= epochOf(trainerExit));
+      if (baseRequests.length === 0 || trainedRequests.length === 0) throw new Error('the engines logged no timing (LOG_LEVEL=debug lines missing)');
       const baseBusy = busyMs(baseRequests);
       const trainedBusy = busyMs(trainedRequests);
       const trainerMs = epochOf(trainerExit) - epochOf(trainerStart);
