@@ -3,6 +3,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { describeZodError } from '@verdict/contract/contract';
 import { parseRetryAfter } from '@verdict/contract/http-client';
+import { sleep } from '../sleep.js';
 
 export type PromptStyle = 'chat' | 'completion';
 
@@ -158,17 +159,6 @@ const ErrorBodySchema = z.union([
   z.object({ error: z.union([z.string(), z.object({ message: z.string() }).passthrough()]) }),
   z.object({ message: z.string() }).passthrough(),
 ]);
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 function normalizeRoot(baseUrl: string): string {
   const trimmed = baseUrl.replace(/\/+$/, '');

@@ -9,6 +9,8 @@
 // STOPPED, SUCCEEDED, FAILED; JobLogsResponse {"logs"}, JobStopResponse {"stopped"}), the REST page
 // (docs.ray.io .../job-submission/rest.html) and _private/authentication/http_token_authentication.py
 // (token auth: 401 "Unauthorized: Missing authentication token", 403 "Forbidden: Invalid authentication token").
+import { parseRetryAfter } from '@verdict/contract/http-client';
+import { sleep } from '../sleep.js';
 import type { TrainerLogger } from './pytorch-trainer.js';
 
 /** `POST /api/jobs/` body (JobSubmitRequest). */
@@ -86,28 +88,6 @@ export interface RayJobsClient {
   version(timeoutMs?: number): Promise<{ rayVersion: string }>;
 }
 
-/** Waits `ms`, or less when `signal` aborts; never rejects. */
-export const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-
-function retryAfterMs(header: string | null): number | null {
-  if (!header) return null;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
-}
-
 /**
  * What Ray said, in a line: a JSON body's `detail`/`message`/`error`, else the last exception line of a
  * Python traceback without its class name, else the text's first line.
@@ -153,7 +133,7 @@ export function createRayJobsClient(options: RayJobsClientOptions): RayJobsClien
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
       });
-      return { status: response.status, text: await response.text(), retryAfter: retryAfterMs(response.headers.get('retry-after')) };
+      return { status: response.status, text: await response.text(), retryAfter: parseRetryAfter(response.headers.get('retry-after') ?? undefined) };
     } catch (error) {
       if (signal?.aborted) throw error;
       throw new RayError(

@@ -7,7 +7,8 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import path from 'node:path';
 import { loadCpuLlama } from './llama-cpu.js';
 import { TRAINER_SCRIPT, trainerEventSchema, type TrainerLogger } from './pytorch-trainer.js';
-import { RAY_TERMINAL, RayError, createRayJobsClient, sleep, type RayJobDetails, type RayJobsClient, failureSummary } from './ray-jobs.js';
+import { sleep } from '../sleep.js';
+import { RAY_TERMINAL, RayError, createRayJobsClient, type RayJobDetails, type RayJobsClient, failureSummary } from './ray-jobs.js';
 import { bundledTrainerRefusal } from './trainer-base-model.js';
 import { ChatFormError, readExamples, tokenizeExamples } from './trainer-examples.js';
 import { DEFAULT_LORA_HYPERPARAMETERS, peftAdapterDir, type OrphanStop, type Trainer, type TrainerDevice, type TrainerEvent, type TrainerJob, type TrainingExample, type TrainingSpec } from './trainer.js';

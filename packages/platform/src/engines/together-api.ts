@@ -1,4 +1,6 @@
 // Together's HTTP API as the trainer calls it: JSON or form bodies, retries on 429, 5xx and network errors (Retry-After honoured), its errors in the user's words.
+import { parseRetryAfter } from '@verdict/contract/http-client';
+import { sleep } from '../sleep.js';
 import type { TrainerLogger } from './pytorch-trainer.js';
 
 /** An error Together answered, in the user's words. */
@@ -10,23 +12,6 @@ export class TogetherError extends Error {
     super(message);
     this.name = 'TogetherError';
   }
-}
-
-export const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-
-function retryAfterMs(header: string | null): number | null {
-  if (!header) return null;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
 /** Together's error message from a response body (`{error: {message}}`, `{message}` or text). */
@@ -82,7 +67,7 @@ export function createTogetherCall(options: TogetherCallOptions) {
           throw new TogetherError(`Together says: ${message}`, response.status);
         }
         last = `Together says: ${message} (HTTP ${response.status})`;
-        wait = retryAfterMs(response.headers.get('retry-after')) ?? wait;
+        wait = parseRetryAfter(response.headers.get('retry-after') ?? undefined) ?? wait;
       } catch (error) {
         if (error instanceof TogetherError) throw error;
         if (signal?.aborted) throw error;

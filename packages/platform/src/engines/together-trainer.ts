@@ -16,7 +16,8 @@ import {
   type TrainingSpec,
 } from './trainer.js';
 import type { TrainerLogger } from './pytorch-trainer.js';
-import { TogetherError, createTogetherCall, sleep } from './together-api.js';
+import { sleep } from '../sleep.js';
+import { TogetherError, createTogetherCall } from './together-api.js';
 
 export const DEFAULT_TOGETHER_API_URL = 'https://api.together.xyz/v1';
 

@@ -15,6 +15,7 @@ import {
   type RunResultsPageWire,
   type WebhookEndpointWire,
 } from '@verdict/contract/contract';
+import { sleep } from '../sleep.js';
 import { answerToWire, listAnswers } from './answers.js';
 import { MAX_BENCHMARK_UPLOAD_BYTES, getBenchmark, isJsonlBody, listBenchmarks, uploadBenchmark } from './benchmark-routes.js';
 import type { SandboxContext } from './context.js';
@@ -233,25 +234,6 @@ async function readBody(request: IncomingMessage, maxBytes = MAX_BODY_BYTES): Pr
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Waits `ms`, or less if `signal` aborts; removes its abort listener either way (slow requests must not pile them up). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 function decodeSegment(segment: string): string {
