@@ -108,7 +108,7 @@ export async function sampleWaits(databaseUrl: string, everyMs = 20): Promise<{ 
  * Diagnostic (BENCH_PG_STATEMENTS=1 or calls, set before `startPostgres`): prints the statements run on
  * `databaseUrl`'s database, most calls first, as calls per `per` (e.g. per turn) and total time.
  */
-export async function printStatements(adminUrl: string, databaseUrl: string, per: number, top = 40): Promise<void> {
+export async function printStatements(adminUrl: string, databaseUrl: string, per: number, top = Number(process.env.BENCH_PG_STATEMENTS_TOP ?? 40)): Promise<void> {
   // BENCH_PG_STATEMENTS=1: the costliest statements first; =calls: the most frequent first.
   const order = { '1': 's.total_exec_time', calls: 's.calls' }[process.env.BENCH_PG_STATEMENTS ?? ''];
   if (!order) return;
@@ -124,7 +124,8 @@ export async function printStatements(adminUrl: string, databaseUrl: string, per
       )
     ).rows;
     const commits = (await client.query<{ commits: string }>('select xact_commit::text as commits from pg_stat_database where datname = $1', [name])).rows[0]!.commits;
-    console.log(`    transactions committed on ${name} per unit: ${(Number(commits) / per).toFixed(2)}`);
+    const statements = (await client.query<{ calls: string }>('select coalesce(sum(s.calls), 0)::text as calls from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1', [name])).rows[0]!.calls;
+    console.log(`    transactions committed on ${name} per unit: ${(Number(commits) / per).toFixed(2)}; statements per unit: ${(Number(statements) / per).toFixed(2)}`);
     console.log(`    statements on ${name}, calls per unit (${per} units) / total ms, ${order === 's.calls' ? 'the most frequent' : 'the costliest'} first:`);
     for (const row of rows) console.log(`    ${(Number(row.calls) / per).toFixed(2).padStart(8)} ${row.ms.toFixed(0).padStart(7)} ms  ${row.query}`);
   } finally {
