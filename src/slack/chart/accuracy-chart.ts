@@ -59,82 +59,100 @@ export function accuracyChart(comparison: Comparison, models: { before: string; 
   return { title, bars, moreCategories };
 }
 
-/** A Vega spec: grouped bars per group, Before and After side by side, an interval rule on each. */
-export function accuracyChartSpec(chart: AccuracyChart): Record<string, unknown> {
-  const groups = new Set(chart.bars.map((b) => b.group)).size;
-  const width = Math.max(360, groups * 90);
-  return {
-    $schema: 'https://vega.github.io/schema/vega/v6.json',
-    width,
-    height: 320,
-    padding: 12,
-    background: 'white',
-    config: { text: { font: 'DejaVu Sans' }, axis: { labelFont: 'DejaVu Sans', titleFont: 'DejaVu Sans' }, legend: { labelFont: 'DejaVu Sans', titleFont: 'DejaVu Sans' }, title: { font: 'DejaVu Sans' } },
-    title: { text: chart.title, fontSize: 14, anchor: 'start' },
-    data: [{ name: 'bars', values: chart.bars }],
-    scales: [
-      { name: 'x', type: 'band', domain: { data: 'bars', field: 'group' }, range: 'width', padding: 0.25 },
-      { name: 'y', type: 'linear', domain: [0, 100], range: 'height', nice: true },
-      { name: 'color', type: 'ordinal', domain: ['Before', 'After'], range: ['#9aa5b1', '#2b6cb0'] },
-    ],
-    axes: [
-      { orient: 'bottom', scale: 'x', labelAngle: groups > 6 ? -30 : 0, labelAlign: groups > 6 ? 'right' : 'center', labelLimit: 160 },
-      { orient: 'left', scale: 'y', title: 'percent of questions', grid: true, format: 'd' },
-    ],
-    legends: [{ fill: 'color', orient: 'top-right', direction: 'horizontal' }],
-    marks: [
-      {
-        type: 'group',
-        from: { facet: { data: 'bars', name: 'facet', groupby: 'group' } },
-        encode: { enter: { x: { scale: 'x', field: 'group' } } },
-        signals: [{ name: 'groupWidth', update: "bandwidth('x')" }],
-        scales: [{ name: 'pos', type: 'band', range: { signal: '[0, groupWidth]' }, domain: ['Before', 'After'], padding: 0.1 }],
-        marks: [
-          {
-            type: 'rect',
-            from: { data: 'facet' },
-            encode: {
-              enter: {
-                x: { scale: 'pos', field: 'run' },
-                width: { scale: 'pos', band: 1 },
-                y: { scale: 'y', field: 'rate' },
-                y2: { scale: 'y', value: 0 },
-                fill: { scale: 'color', field: 'run' },
-              },
-            },
-          },
-          {
-            type: 'rule',
-            from: { data: 'facet' },
-            encode: {
-              enter: {
-                x: { scale: 'pos', field: 'run', band: 0.5 },
-                y: { scale: 'y', field: 'lower' },
-                y2: { scale: 'y', field: 'upper' },
-                stroke: { value: '#1a202c' },
-                strokeWidth: { value: 1.5 },
-              },
-            },
-          },
-          {
-            type: 'text',
-            from: { data: 'facet' },
-            encode: {
-              enter: {
-                x: { scale: 'pos', field: 'run', band: 0.5 },
-                y: { scale: 'y', field: 'upper', offset: -4 },
-                align: { value: 'center' },
-                fontSize: { value: 10 },
-                fill: { value: '#1a202c' },
-                text: { signal: "format(datum.rate, '.1f') + '%'" },
-              },
-            },
-          },
-        ],
-      },
-    ],
-  };
+/** What one chart sets on the shared spec ({@link ACCURACY_CHART_SPEC}): its size, title and bars. */
+export interface AccuracyChartInputs {
+  width: number;
+  title: string;
+  /** More than six groups: the axis labels are slanted. */
+  manyGroups: boolean;
+  bars: ChartBar[];
 }
+
+export function accuracyChartInputs(chart: AccuracyChart): AccuracyChartInputs {
+  const groups = new Set(chart.bars.map((b) => b.group)).size;
+  return { width: Math.max(360, groups * 90), title: chart.title, manyGroups: groups > 6, bars: chart.bars };
+}
+
+/**
+ * The Vega spec of every accuracy chart: grouped bars per group, Before and After side by side, an
+ * interval rule on each. A chart's own figures come in as the `bars` data and the `titleText` and
+ * `manyGroups` signals (see {@link accuracyChartInputs}), so the spec is parsed once per process.
+ */
+export const ACCURACY_CHART_SPEC: Record<string, unknown> = {
+  $schema: 'https://vega.github.io/schema/vega/v6.json',
+  width: 360,
+  height: 320,
+  padding: 12,
+  background: 'white',
+  config: { text: { font: 'DejaVu Sans' }, axis: { labelFont: 'DejaVu Sans', titleFont: 'DejaVu Sans' }, legend: { labelFont: 'DejaVu Sans', titleFont: 'DejaVu Sans' }, title: { font: 'DejaVu Sans' } },
+  signals: [
+    { name: 'titleText', value: '' },
+    { name: 'manyGroups', value: false },
+  ],
+  title: { text: { signal: 'titleText' }, fontSize: 14, anchor: 'start' },
+  data: [{ name: 'bars', values: [] }],
+  scales: [
+    { name: 'x', type: 'band', domain: { data: 'bars', field: 'group' }, range: 'width', padding: 0.25 },
+    { name: 'y', type: 'linear', domain: [0, 100], range: 'height', nice: true },
+    { name: 'color', type: 'ordinal', domain: ['Before', 'After'], range: ['#9aa5b1', '#2b6cb0'] },
+  ],
+  axes: [
+    { orient: 'bottom', scale: 'x', labelAngle: { signal: 'manyGroups ? -30 : 0' }, labelAlign: { signal: "manyGroups ? 'right' : 'center'" }, labelLimit: 160 },
+    { orient: 'left', scale: 'y', title: 'percent of questions', grid: true, format: 'd' },
+  ],
+  legends: [{ fill: 'color', orient: 'top-right', direction: 'horizontal' }],
+  marks: [
+    {
+      type: 'group',
+      from: { facet: { data: 'bars', name: 'facet', groupby: 'group' } },
+      encode: { enter: { x: { scale: 'x', field: 'group' } } },
+      signals: [{ name: 'groupWidth', update: "bandwidth('x')" }],
+      scales: [{ name: 'pos', type: 'band', range: { signal: '[0, groupWidth]' }, domain: ['Before', 'After'], padding: 0.1 }],
+      marks: [
+        {
+          type: 'rect',
+          from: { data: 'facet' },
+          encode: {
+            enter: {
+              x: { scale: 'pos', field: 'run' },
+              width: { scale: 'pos', band: 1 },
+              y: { scale: 'y', field: 'rate' },
+              y2: { scale: 'y', value: 0 },
+              fill: { scale: 'color', field: 'run' },
+            },
+          },
+        },
+        {
+          type: 'rule',
+          from: { data: 'facet' },
+          encode: {
+            enter: {
+              x: { scale: 'pos', field: 'run', band: 0.5 },
+              y: { scale: 'y', field: 'lower' },
+              y2: { scale: 'y', field: 'upper' },
+              stroke: { value: '#1a202c' },
+              strokeWidth: { value: 1.5 },
+            },
+          },
+        },
+        {
+          type: 'text',
+          from: { data: 'facet' },
+          encode: {
+            enter: {
+              x: { scale: 'pos', field: 'run', band: 0.5 },
+              y: { scale: 'y', field: 'upper', offset: -4 },
+              align: { value: 'center' },
+              fontSize: { value: 10 },
+              fill: { value: '#1a202c' },
+              text: { signal: "format(datum.rate, '.1f') + '%'" },
+            },
+          },
+        },
+      ],
+    },
+  ],
+};
 
 /** The chart as words: the image's alt text and the upload's comment. */
 export function accuracyChartText(chart: AccuracyChart): string {
