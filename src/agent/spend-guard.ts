@@ -33,15 +33,16 @@ export async function authorizeLaunch(
   options: { toolUseId: string; datasetRunId?: string },
 ): Promise<GuardDecision> {
   const call = ctx.toolUseId && ctx.turn ? { teamId: ctx.chat.team_id, turnId: ctx.turn.id, toolUseId: ctx.toolUseId } : undefined;
-  // The launch this very tool call was allowed before its turn was interrupted. The platform may
-  // already have it (the answer was lost with the process) and it may already weigh on the balance
-  // and the budget, so judging it again could refuse a launch that exists; it is repeated with the
-  // same idempotency key instead, which the platform answers with the launch it has.
-  const earlier = call ? await findAuthorization(ctx.db, call) : undefined;
-  if (earlier) return { allowed: true, planStep: earlier.planStep as PlanStepKind | null, idempotencyKey: earlier.idempotencyKey };
-  // One workspace's decisions are serialized across replicas, so two launches cannot both fit
-  // under a cap that has room for one: the allowed one is written before the lock is released.
-  return ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx): Promise<GuardDecision> => {
+    // The launch this very tool call was allowed before its turn was interrupted. The platform may
+    // already have it (the answer was lost with the process) and it may already weigh on the balance
+    // and the budget, so judging it again could refuse a launch that exists; it is repeated with the
+    // same idempotency key instead, which the platform answers with the launch it has. Read before
+    // the lock, in the same transaction: a repeat never waits behind the workspace's other launches.
+    const earlier = call ? await findAuthorization(trx, call) : undefined;
+    if (earlier) return { allowed: true, planStep: earlier.planStep as PlanStepKind | null, idempotencyKey: earlier.idempotencyKey };
+    // One workspace's decisions are serialized across replicas, so two launches cannot both fit
+    // under a cap that has room for one: the allowed one is written before the lock is released.
     const paid = price.credits > 0;
     if (paid) await lockWorkspaceSpending(trx, ctx.chat.team_id);
     const { chat, trigger, config } = ctx;

@@ -8,12 +8,12 @@ import { isPlatformError } from '@verdict/contract/errors';
 import type { Platform } from '@verdict/contract/platform';
 import { recordActivity } from '../store/activity.js';
 import { sessionFacts } from '../store/agent-sessions.js';
-import { getChatOfTrigger } from '../store/chats.js';
+import { getTriggerWithChat } from '../store/chats.js';
 import type { Db } from '../store/db.js';
 import { appendMessage, listMessages } from '../store/messages.js';
 import { createPost } from '../store/posts.js';
 import type { Chat, StoredMessage, Trigger, Turn } from '../store/tables.js';
-import { getTrigger, setTriggerStatus } from '../store/triggers.js';
+import { setTriggerStatus } from '../store/triggers.js';
 import { finishTurn, recordModelCall, startTurn } from '../store/turns.js';
 import { buildRequest, toMessageParams } from './conversation.js';
 import { boundInbound, INBOUND_LIMITS } from './input-limits.js';
@@ -51,7 +51,9 @@ export interface TurnDeps {
   system: string;
   tools: readonly AgentTool<never>[];
   toolDefinitions: readonly ToolDefinition[];
-  /** Runs after a turn's writes are committed and its posts delivered (the owner's Home tab is refreshed); a failure is only logged. */
+  /** Runs inside the transaction that ends a turn: what it schedules exists once the turn is recorded, at no commit of its own (the owner's Home refresh). */
+  onConclude?(trx: Db, chat: Chat): Promise<void>;
+  /** Runs after a turn's writes are committed and its posts delivered (the live plan follows); a failure is only logged. */
   afterTurn?(chat: Chat): Promise<void>;
   /** The thread's agent-session status in Slack (src/slack/agent-session.ts); queued, never fails a turn. */
   sessions?: SessionStatusSink;
@@ -88,13 +90,14 @@ export class RetryLater extends Error {
  * posts already delivered are not sent again.
  */
 export async function runTurn(deps: TurnDeps, triggerId: string, job: JobInfo): Promise<void> {
-  const [trigger, chatOfTrigger] = await Promise.all([getTrigger(deps.db, triggerId), getChatOfTrigger(deps.db, triggerId)]);
-  if (!trigger) {
+  const found = await getTriggerWithChat(deps.db, triggerId);
+  if (!found) {
     deps.logger.warn({ triggerId }, 'trigger not found; skipping');
     return;
   }
+  const { trigger } = found;
   const log = deps.logger.child({ triggerId, teamId: trigger.team_id, chatId: trigger.chat_id });
-  const chat = chatOfTrigger?.team_id === trigger.team_id ? chatOfTrigger : undefined;
+  const chat = found.chat?.team_id === trigger.team_id ? found.chat : undefined;
   if (!chat) {
     log.error('chat of trigger not found');
     return;
@@ -261,6 +264,7 @@ async function concludeTurn(
     const finished = await finishTurn(trx, chat.team_id, turn.id, end.error ? 'failed' : 'completed', end.error);
     await recordActivity(trx, { chat, turn: finished, trigger, summary: end.summary, postId: post.id });
     await setTriggerStatus(trx, chat.team_id, trigger.id, end.error ? 'failed' : 'done', end.error);
+    await deps.onConclude?.(trx, chat);
   });
   await deps.poster.deliverPending(chat.team_id, chat.id);
   await reportSessionStatus(deps, ctx);

@@ -147,10 +147,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       system: SYSTEM_PROMPT,
       tools,
       toolDefinitions: toolDefinitions(tools),
+      onConclude: (trx, chat) => options.home.refreshAfterTurn(trx, chat.team_id, chat.owner_user_id),
       afterTurn: async (chat) => {
         // A turn is what changes a plan (agreed, launched, finished): its message follows.
         if (chat.plan !== null && surfaces.planMessage) await planProgress.kick(chat.team_id, chat.id);
-        await options.home.refreshAfterTurn(chat.team_id, chat.owner_user_id);
       },
       ...(surfaces.sessionStatus ? { sessions } : {}),
       ...(oauth

@@ -8,16 +8,16 @@ import type { Db } from '../store/db.js';
 import {
   getPost,
   isLegacyPayload,
-  markPostAttempt,
   markPostDelivered,
   markPostFailed,
   pendingPosts,
   reservePostSlot,
   setPostPermalink,
+  startPostAttempt,
   type StoredPostPayload,
 } from '../store/posts.js';
 import type { Post } from '../store/tables.js';
-import { ensureComparisonFile, getComparisonFile, openComparisonFiles, setPostRenderLevel } from '../store/comparison-files.js';
+import { ensureComparisonFile, getComparisonFile, openComparisonFiles, setPostRenderLevel, type ComparisonFile } from '../store/comparison-files.js';
 import { retireChosen, type MadeChoice } from './blocks/button-choices.js';
 import { feedbackAsPlainButtons } from './blocks/feedback.js';
 import { RENDER_LEVELS, renderReply, type RenderLevel } from './blocks/reply.js';
@@ -50,6 +50,11 @@ interface SlackErrorLike {
   code?: string;
   retryAfter?: number;
   data?: { error?: string };
+}
+
+/** A channel slot reserved ahead for the next message; used once, then each message reserves its own. */
+interface ReservedSlot {
+  waitMs: number | undefined;
 }
 
 export class SlackPoster {
@@ -97,15 +102,18 @@ export class SlackPoster {
     for (const post of posts) {
       await this.deliver(post, clients);
     }
-    if (this.options.comparisonCharts !== false) await this.deliverComparisonCharts(teamId, chatId, clients);
+    if (this.options.comparisonCharts === false) return;
+    // A comparison delivered just now registered its chart: read the open charts again only then.
+    const registered = posts.some((post) => comparisonPartOf(post.payload as unknown as StoredPostPayload));
+    await this.deliverComparisonCharts(teamId, registered ? await openComparisonFiles(this.db, teamId, chatId) : charts, clients);
   }
 
   /**
    * Shares the chart of each delivered comparison post of the chat that is not shared yet, as a
    * message in the thread right after the verdict (src/slack/comparison-chart.ts).
    */
-  private async deliverComparisonCharts(teamId: string, chatId: string, clients: SlackClients): Promise<void> {
-    for (const file of await openComparisonFiles(this.db, teamId, chatId)) {
+  private async deliverComparisonCharts(teamId: string, files: readonly ComparisonFile[], clients: SlackClients): Promise<void> {
+    for (const file of files) {
       const post = await getPost(this.db, teamId, file.postId);
       if (!post) continue;
       await shareComparisonChart(
@@ -129,7 +137,12 @@ export class SlackPoster {
    * text alone. Levels that render the same message as the one refused are skipped. Returns the
    * ts and the level Slack took; throws what is not a block refusal.
    */
-  private async postWithFallbacks(post: Post, base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>, clients: SlackClients): Promise<{ ts: string; level: RenderLevel }> {
+  private async postWithFallbacks(
+    post: Post,
+    base: Omit<ChatPostMessageArguments, 'text' | 'blocks'>,
+    clients: SlackClients,
+    slot: ReservedSlot,
+  ): Promise<{ ts: string; level: RenderLevel }> {
     const payload = post.payload as unknown as StoredPostPayload;
     let refused: string | undefined;
     // Once Slack refused the feedback buttons, every level sends them as plain buttons.
@@ -142,7 +155,7 @@ export class SlackPoster {
         const key = JSON.stringify(blocks ?? null);
         if (refused !== undefined && key === refused) break;
         try {
-          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments, clients);
+          const result = await this.postMessageRespectingRateLimit(post, { ...base, text: message.text, ...(blocks ? { blocks } : {}) } as ChatPostMessageArguments, clients, slot);
           return { ts: String(result.ts), level };
         } catch (error) {
           const e = error as SlackErrorLike;
@@ -176,9 +189,12 @@ export class SlackPoster {
     return true;
   }
 
-  private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments, clients: SlackClients) {
+  /** Sends one message in the channel's next slot: the one reserved with the attempt, then a new one per try. */
+  private async postMessageRespectingRateLimit(post: Post, args: ChatPostMessageArguments, clients: SlackClients, slot: ReservedSlot) {
     for (let rateLimitedTries = 0; ; rateLimitedTries += 1) {
-      await this.pace(post.team_id, post.channel_id);
+      if (slot.waitMs === undefined) await this.pace(post.team_id, post.channel_id);
+      else if (slot.waitMs > 0) await sleep(slot.waitMs);
+      slot.waitMs = undefined;
       try {
         return await clients.writer.chat.postMessage(args);
       } catch (error) {
@@ -195,7 +211,9 @@ export class SlackPoster {
   }
 
   private async deliver(post: Post, clients: SlackClients): Promise<void> {
-    const attempt = await markPostAttempt(this.db, post.team_id, post.id);
+    // The attempt is counted before anything is sent, with the channel's posting slot reserved for it.
+    const { attempt, slotWaitMs } = await startPostAttempt(this.db, { teamId: post.team_id, postId: post.id, channelId: post.channel_id }, this.slackPace.postIntervalMs);
+    const slot: ReservedSlot = { waitMs: slotWaitMs };
     if (attempt > 1) {
       const existingTs = await this.findPosted(post, clients).catch((error: unknown) => {
         throw this.unavailable(post.team_id, error) ?? error;
@@ -217,7 +235,7 @@ export class SlackPoster {
       metadata: { event_type: POST_METADATA_TYPE, event_payload: { post_key: post.post_key } },
     };
     try {
-      const { ts, level } = await this.postWithFallbacks(post, base, clients);
+      const { ts, level } = await this.postWithFallbacks(post, base, clients, slot);
       await this.recordDelivered(post, ts, clients);
       // Null means full: only a fallback costs a write.
       if (level !== 'full') await setPostRenderLevel(this.db, post.team_id, post.id, level);

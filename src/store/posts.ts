@@ -90,6 +90,32 @@ export async function markPostAttempt(db: Db, teamId: string, postId: string): P
 }
 
 /**
+ * Counts an attempt at delivering a post and reserves its channel's next posting slot (see
+ * {@link reservePostSlot}), in one statement: both are written before the post is sent. Returns the
+ * attempt number and how long to wait for the slot.
+ */
+export async function startPostAttempt(
+  db: Db,
+  post: { teamId: string; postId: string; channelId: string },
+  intervalMs: number,
+): Promise<{ attempt: number; slotWaitMs: number }> {
+  const { rows } = await sql<{ attempts: number; wait_ms: number }>`
+    with attempt as (
+      update posts set attempts = attempts + 1 where team_id = ${post.teamId} and id = ${post.postId} returning attempts
+    ), slot as (
+      insert into channel_post_slots as s (team_id, channel_id, last_slot)
+      values (${post.teamId}, ${post.channelId}, clock_timestamp())
+      on conflict (team_id, channel_id) do update
+        set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
+      returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms
+    )
+    select attempt.attempts, slot.wait_ms from attempt cross join slot`.execute(db);
+  const row = rows[0];
+  if (!row) throw new Error(`post ${post.postId} of team ${post.teamId} not found`);
+  return { attempt: row.attempts, slotWaitMs: row.wait_ms };
+}
+
+/**
  * Records a post as delivered. Should this write be lost, the post is pending again with its attempt
  * recorded, and the next delivery finds it in the thread by its metadata instead of posting it twice.
  */
