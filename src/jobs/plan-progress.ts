@@ -1,11 +1,13 @@
-// The live plan message as jobs: a kick when a turn may have changed the plan, and, while a step runs
-// (or a write had to wait), a keyed poll that reschedules itself. Both run on one queue per chat, so
+// The live plan message: synced by the turn that may have changed the plan, at its end, and, while
+// a step runs (or a write had to wait), by a keyed poll job that reschedules itself. The poll runs
+// on the chat's own turn queue, so a poll, a turn and the sync at a turn's end never overlap and
 // two writes of one message never race, in this process or another replica.
 import type { Task, TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { PlanSyncResult } from '../slack/plan-message.js';
 import type { Db } from '../store/db.js';
 import { addJob } from '../store/jobs.js';
+import { turnQueueName } from '../store/triggers.js';
 import { PLAN_PROGRESS_TASK } from './task-names.js';
 
 interface PlanProgressPayload {
@@ -13,32 +15,29 @@ interface PlanProgressPayload {
   chatId: string;
 }
 
-const queueOf = (p: PlanProgressPayload) => `plan:${p.teamId}:${p.chatId}`;
+/** The queue of a chat's plan jobs: its turns' queue. */
+export const planQueueName = (chatId: string) => turnQueueName(chatId);
 const pollKeyOf = (p: PlanProgressPayload) => `plan-poll:${p.teamId}:${p.chatId}`;
 
-export interface PlanProgressScheduler {
-  /** Runs a sync of the chat's plan message now (unkeyed: a kick is never lost to a pending poll). */
-  kick(teamId: string, chatId: string): Promise<void>;
-}
-
-export function createPlanProgressScheduler(db: Db): PlanProgressScheduler {
-  return {
-    kick: async (teamId, chatId) => {
-      const payload = { teamId, chatId };
-      await addJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: queueOf(payload), maxAttempts: 5 });
-    },
-  };
-}
-
-export function createPlanProgressTasks(deps: {
+export interface PlanProgressDeps {
   db: Db;
   logger: Logger;
   sync(teamId: string, chatId: string): Promise<PlanSyncResult>;
   /** Polls while a step runs (default). Off: a sync is rescheduled only when its write had to wait. */
   poll?: boolean;
-}): TaskList {
-  const task: Task = async (raw) => {
-    const payload = raw as PlanProgressPayload;
+}
+
+export interface PlanProgress {
+  tasks: TaskList;
+  /**
+   * Syncs the chat's plan message from inside the job of a turn that just ended (it holds the
+   * chat's queue). A sync that fails is left to a job, which retries it.
+   */
+  afterTurn(teamId: string, chatId: string): Promise<void>;
+}
+
+export function createPlanProgress(deps: PlanProgressDeps): PlanProgress {
+  const syncAndReschedule = async (payload: PlanProgressPayload) => {
     const result = await deps.sync(payload.teamId, payload.chatId);
     if (result.againInMs === undefined) return;
     if (deps.poll === false && result.outcome !== 'paced' && result.outcome !== 'rate_limited') return;
@@ -46,12 +45,24 @@ export function createPlanProgressTasks(deps: {
     await addJob(deps.db, {
       identifier: PLAN_PROGRESS_TASK,
       payload,
-      queueName: queueOf(payload),
+      queueName: planQueueName(payload.chatId),
       jobKey: pollKeyOf(payload),
       jobKeyMode: 'replace',
       runAt: new Date(Date.now() + result.againInMs),
       maxAttempts: 5,
     });
   };
-  return { [PLAN_PROGRESS_TASK]: task };
+  const task: Task = async (raw) => syncAndReschedule(raw as PlanProgressPayload);
+  return {
+    tasks: { [PLAN_PROGRESS_TASK]: task },
+    afterTurn: async (teamId, chatId) => {
+      const payload = { teamId, chatId };
+      try {
+        await syncAndReschedule(payload);
+      } catch (error) {
+        deps.logger.warn({ err: error, chatId }, 'the plan message could not be synced after the turn; a job retries it');
+        await addJob(deps.db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: planQueueName(chatId), maxAttempts: 5 });
+      }
+    },
+  };
 }

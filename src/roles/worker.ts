@@ -8,7 +8,7 @@ import { toolDefinitions } from '../agent/tools/tool.js';
 import type { TurnDeps } from '../agent/turn.js';
 import type { Config } from '../config.js';
 import type { HomeScheduler } from '../jobs/home-refresh.js';
-import { createPlanProgressScheduler, createPlanProgressTasks } from '../jobs/plan-progress.js';
+import { createPlanProgress } from '../jobs/plan-progress.js';
 import { scheduleReconcileSweep } from '../jobs/reconcile.js';
 import { RECONCILE_TASK } from '../jobs/task-names.js';
 import { createTaskList } from '../jobs/tasks.js';
@@ -133,7 +133,16 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const sessions = new AgentSessions(slackClients, logger, { intervalMs: pace.sessionStatusIntervalMs });
     cleanups.push(async () => sessions.close());
     const tools = createTools();
-    const planProgress = createPlanProgressScheduler(db.db);
+    const planProgress = createPlanProgress({
+      db: db.db,
+      logger,
+      poll: surfaces.planPoll,
+      sync: async (teamId, chatId) => {
+        const clients = await slackClients.forTeam(teamId);
+        if (!clients) return { outcome: 'uninstalled' };
+        return syncPlanMessage({ db: db.db, clients, perWorkspace: slackClients.perWorkspace, platform, logger, scrubber, pace }, teamId, chatId);
+      },
+    });
     const model = withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber);
     const turnDeps: TurnDeps = {
       db: db.db,
@@ -150,7 +159,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       onConclude: (trx, chat) => options.home.refreshAfterTurn(trx, chat.team_id, chat.owner_user_id),
       afterTurn: async (chat) => {
         // A turn is what changes a plan (agreed, launched, finished): its message follows.
-        if (chat.plan !== null && surfaces.planMessage) await planProgress.kick(chat.team_id, chat.id);
+        if (chat.plan !== null && surfaces.planMessage) await planProgress.afterTurn(chat.team_id, chat.id);
       },
       ...(surfaces.sessionStatus ? { sessions } : {}),
       ...(oauth
@@ -176,16 +185,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           publishHome: home.publish,
           buttonFeedback: (feedback) => poster.buttonFeedback(feedback),
         }),
-        ...createPlanProgressTasks({
-          db: db.db,
-          logger,
-          poll: surfaces.planPoll,
-          sync: async (teamId, chatId) => {
-            const clients = await slackClients.forTeam(teamId);
-            if (!clients) return { outcome: 'uninstalled' };
-            return syncPlanMessage({ db: db.db, clients, perWorkspace: slackClients.perWorkspace, platform, logger, scrubber, pace }, teamId, chatId);
-          },
-        }),
+        ...planProgress.tasks,
       },
     });
     cleanups.push(() => worker.stop());

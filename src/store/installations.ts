@@ -5,7 +5,7 @@ import { PLAN_PROGRESS_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
 import { addJob } from './jobs.js';
 import type { TokenCipher } from './token-cipher.js';
-import { addTurnJob } from './triggers.js';
+import { addTurnJob, turnQueueName } from './triggers.js';
 
 type AnyInstallation = Installation<'v1' | 'v2', boolean>;
 
@@ -158,7 +158,7 @@ export async function resumeWorkspaces(db: Db, teamIds: readonly string[]): Prom
     .execute();
   for (const chat of plans) {
     const payload = { teamId: chat.team_id, chatId: String(chat.id) };
-    await addJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: `plan:${chat.team_id}:${chat.id}`, maxAttempts: 5 });
+    await addJob(db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: turnQueueName(String(chat.id)), maxAttempts: 5 });
   }
   return { turns: turns.size, plans: plans.length };
 }

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { pino } from 'pino';
 import type { JobHelpers, Task } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPlanProgressTasks } from '../../src/jobs/plan-progress.js';
+import { createPlanProgress } from '../../src/jobs/plan-progress.js';
 import { PLAN_PROGRESS_TASK } from '../../src/jobs/task-names.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import type { PlanSyncResult } from '../../src/slack/plan-message.js';
@@ -25,7 +25,7 @@ afterAll(() => handle.close());
 async function runOnce(result: PlanSyncResult, poll: boolean | undefined): Promise<number> {
   chat += 1;
   const chatId = `chat-${chat}`;
-  const tasks = createPlanProgressTasks({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => result, ...(poll === undefined ? {} : { poll }) });
+  const { tasks } = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => result, ...(poll === undefined ? {} : { poll }) });
   await (tasks[PLAN_PROGRESS_TASK] as Task)({ teamId: TEAM, chatId }, {} as JobHelpers);
   const rows = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = ${`plan-poll:${TEAM}:${chatId}`}`.execute(handle.db);
   return rows.rows[0]!.n;
@@ -46,5 +46,33 @@ describe('the plan poll', () => {
     expect(await runOnce({ outcome: 'updated', againInMs: 3_000 }, false)).toBe(0);
     expect(await runOnce({ outcome: 'paced', againInMs: 1_500 }, false)).toBe(1);
     expect(await runOnce({ outcome: 'rate_limited', againInMs: 30_000 }, false)).toBe(1);
+  });
+
+  it("runs on the chat's turn queue, so a poll never overlaps the chat's turns", async () => {
+    expect(await runOnce({ outcome: 'unchanged', againInMs: 3_000 }, undefined)).toBe(1);
+    const rows = await sql<{ queue_name: string }>`select queue_name from graphile_worker.jobs where key = ${`plan-poll:${TEAM}:chat-${chat}`}`.execute(handle.db);
+    expect(rows.rows.map((r) => r.queue_name)).toEqual([`chat:chat-${chat}`]);
+  });
+});
+
+describe("the sync at a turn's end", () => {
+  const jobsOf = async (chatId: string) =>
+    (await sql<{ key: string | null; queue_name: string }>`select key, queue_name from graphile_worker.jobs where task_identifier = ${PLAN_PROGRESS_TASK} and queue_name = ${`chat:${chatId}`} order by id`.execute(handle.db)).rows;
+
+  it('runs in the turn itself: no job when nothing is running, a poll when a step is', async () => {
+    let calls = 0;
+    const progress = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => (calls += 1, { outcome: 'posted' }) });
+    await progress.afterTurn(TEAM, 'turn-end-1');
+    expect(calls).toBe(1);
+    expect(await jobsOf('turn-end-1')).toEqual([]);
+    const running = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => ({ outcome: 'updated', againInMs: 5_000 }) });
+    await running.afterTurn(TEAM, 'turn-end-2');
+    expect(await jobsOf('turn-end-2')).toEqual([{ key: `plan-poll:${TEAM}:turn-end-2`, queue_name: 'chat:turn-end-2' }]);
+  });
+
+  it('a sync that fails (Slack or the platform down) is left to a job on the chat queue, which retries it', async () => {
+    const progress = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => Promise.reject(new Error('socket hang up')) });
+    await progress.afterTurn(TEAM, 'turn-end-3');
+    expect(await jobsOf('turn-end-3')).toEqual([{ key: null, queue_name: 'chat:turn-end-3' }]);
   });
 });

@@ -143,7 +143,7 @@ describe('resumeWorkspaces', () => {
     const jobs = await sql<{ task_identifier: string; key: string | null; queue_name: string | null }>`select task_identifier, key, queue_name from graphile_worker.jobs`.execute(db);
     const turns = jobs.rows.filter((j) => j.task_identifier === 'run_turn').map((j) => j.key).sort();
     expect(turns).toEqual([`trigger:${parked}`, `trigger:${done}`].sort());
-    expect(jobs.rows.filter((j) => j.task_identifier === 'plan_progress').map((j) => j.queue_name)).toEqual([`plan:${teamId}:${parkedChat}`]);
+    expect(jobs.rows.filter((j) => j.task_identifier === 'plan_progress').map((j) => j.queue_name)).toEqual([`chat:${parkedChat}`]);
     // Again: the job keys collapse it.
     await resumeWorkspaces(db, [teamId]);
     const again = await sql<{ n: string }>`select count(*) as n from graphile_worker.jobs where task_identifier = 'run_turn'`.execute(db);
