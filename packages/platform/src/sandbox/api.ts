@@ -20,14 +20,14 @@ import { answerToWire, listAnswers } from './answers.js';
 import { MAX_BENCHMARK_UPLOAD_BYTES, getBenchmark, isJsonlBody, listBenchmarks, uploadBenchmark } from './benchmark-routes.js';
 import type { SandboxContext } from './context.js';
 import { buildDataset } from './datasets.js';
-import { searchModels, syncEngineModels } from './models.js';
+import { modelById, searchModels, syncEngineModels } from './models.js';
 import { SandboxApiError, requireBenchmark, type Reply } from './replies.js';
 import { cancelRun, launchRun, requireRun } from './runs.js';
 import { cancelTraining, estimateTraining, launchTraining } from './trainings.js';
 import { notFoundPage, runPage, trainingPage } from './pages.js';
 import { questionResult } from './simulator.js';
 import { datasetToWire, getDataset } from './store/datasets.js';
-import { getModel, listModels, loadLineage, modelToWire } from './store/models.js';
+import { listModels, loadLineage, modelToWire } from './store/models.js';
 import { runToWire } from './store/runs.js';
 import { getSetting, readAccount, setSetting } from './store/settings.js';
 import { getTraining, trainingToWire } from './store/trainings.js';
@@ -128,8 +128,8 @@ function routes(ctx: SandboxContext): Route[] {
       return json({ items: found.map(modelToWire) });
     }),
     route('GET', '/models/(.+)', async (_request, [id]) => {
-      if (ctx.inference && !(await getModel(ctx.pool, id!))) await syncEngineModels(ctx, ctx.inference);
-      const model = await getModel(ctx.pool, id!);
+      if (ctx.inference && !(await modelById(ctx, id!))) await syncEngineModels(ctx, ctx.inference);
+      const model = await modelById(ctx, id!);
       if (!model) throw new SandboxApiError(404, 'not_found', `model ${id} not found; search with GET ${API_PREFIX}/models?search=`);
       return json(modelToWire(model));
     }),

@@ -6,6 +6,7 @@ import type { InferenceEngine } from '../engines/inference.js';
 import type { RunItem } from './answers.js';
 import type { SandboxFaults } from './faults.js';
 import type { ModelLineage, SimulationSettings } from './simulator.js';
+import type { ModelRow } from './store/models.js';
 
 /** Structured logger shape (pino's `Logger` fits). */
 export interface SandboxLogger {
@@ -51,6 +52,8 @@ export interface SandboxContext {
   /** Seeded stream for fault and failure decisions. */
   random: () => number;
   lineages: Map<string, ModelLineage>;
+  /** Model rows read so far, by id (see `modelById`): a row never changes but by the engine sync, which empties this. */
+  models: Map<string, ModelRow>;
   now(): Date;
   /** Real LoRA training of models served by a real engine; unset = such models cannot be trained here. */
   training?: TrainingEngine;

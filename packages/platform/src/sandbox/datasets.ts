@@ -8,7 +8,8 @@ import { questionAt, questionIndex } from './catalogue.js';
 import type { SandboxContext } from './context.js';
 import { splitFailures, summarizeRun } from './simulator.js';
 import { datasetToWire, insertDataset } from './store/datasets.js';
-import { getModel, loadLineage } from './store/models.js';
+import { loadLineage } from './store/models.js';
+import { modelById } from './models.js';
 import { getRun, runAnsweredQuestions, type RunRow } from './store/runs.js';
 import { withIdempotency } from './idempotency.js';
 import { notFound, type Reply, requireBenchmark, unprocessable } from './replies.js';
@@ -83,7 +84,7 @@ async function buildEngineDataset(
     input.augmentation,
     asked,
   );
-  const model = await getModel(client, run.model_id);
+  const model = await modelById(ctx, run.model_id, client);
   const tokenizer = model?.base_model_id ?? run.model_id;
   let tokens = 0;
   for (const example of examples) {

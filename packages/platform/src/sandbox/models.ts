@@ -2,8 +2,9 @@
 import type { InferenceModel } from '../engines/inference.js';
 import { upsertEngineModels } from './answers.js';
 import type { InferenceContext, SandboxContext } from './context.js';
-import type { ModelRow } from './store/models.js';
-import { SandboxApiError } from './replies.js';
+import { getModel, type ModelRow } from './store/models.js';
+import type { Db } from './store/db.js';
+import { notFound, SandboxApiError } from './replies.js';
 
 /**
  * Models the inference endpoint serves, recorded as this platform's base models (at most one
@@ -19,10 +20,37 @@ export async function syncEngineModels(ctx: SandboxContext, inference: Inference
     throw new SandboxApiError(503, 'unavailable', `the inference engine (${inference.engine.label}) cannot list its models: ${(error as Error).message}`);
   }
   await upsertEngineModels(ctx.pool, models, inference.engine.label, ctx.now());
+  ctx.models.clear();
   engineModelsSynced.set(inference, { at: Date.now(), models });
   return models;
 }
 const engineModelsSynced = new WeakMap<InferenceContext, { at: number; models: InferenceModel[] }>();
+
+/** Most model rows the context keeps; past it, the cache starts again empty. */
+const MODELS_CACHED = 10_000;
+
+/**
+ * A model by id: read once, then from the context (every launch, dataset and training looks its
+ * model up, some several times). Only rows read outside a transaction are kept, so a row a
+ * transaction inserts and then rolls back is never served.
+ */
+export async function modelById(ctx: SandboxContext, id: string, db: Db = ctx.pool): Promise<ModelRow | null> {
+  const cached = ctx.models.get(id);
+  if (cached) return cached;
+  const row = await getModel(db, id);
+  if (row && db === ctx.pool) {
+    if (ctx.models.size >= MODELS_CACHED) ctx.models.clear();
+    ctx.models.set(id, row);
+  }
+  return row;
+}
+
+/** A model by id (see {@link modelById}), or the API's 404. */
+export async function requireModel(ctx: SandboxContext, db: Db, id: string): Promise<ModelRow> {
+  const model = await modelById(ctx, id, db);
+  if (!model) throw notFound(`model ${id}`);
+  return model;
+}
 
 const compact = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '');
 

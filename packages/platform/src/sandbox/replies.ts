@@ -1,8 +1,6 @@
 // The sandbox API's errors and replies, and the catalogue lookups every operation answers with.
 import type { ApiErrorCode, BenchmarkWire } from '@verdict/contract/contract';
-import type pg from 'pg';
 import { categoryCounts, findBenchmark, type BenchmarkDefinition } from './catalogue.js';
-import { getModel, type ModelRow } from './store/models.js';
 
 export class SandboxApiError extends Error {
   constructor(
@@ -45,11 +43,6 @@ export function requireBenchmark(id: string): BenchmarkDefinition {
   return benchmark;
 }
 
-export async function requireModel(db: pg.PoolClient | pg.Pool, id: string): Promise<ModelRow> {
-  const model = await getModel(db, id);
-  if (!model) throw notFound(`model ${id}`);
-  return model;
-}
 
 
 export function alreadyFinished(kind: 'run' | 'training', row: { id: string; status: string; finished_at: Date | null }): SandboxApiError {

@@ -11,22 +11,22 @@ import type { InferenceContext, SandboxContext } from './context.js';
 import { summarizeRun } from './simulator.js';
 import { getDataset } from './store/datasets.js';
 import { withTransaction } from './store/db.js';
-import { getModel, loadLineage, type ModelRow } from './store/models.js';
+import { loadLineage, type ModelRow } from './store/models.js';
 import { getRun, insertRun, runToWire, simulatedRunDone, updateRun, type RunRow } from './store/runs.js';
 import { chargeAccount } from './store/settings.js';
 import { enqueueEvent } from './events.js';
 import { requireCredits, withIdempotency } from './idempotency.js';
-import { syncEngineModels } from './models.js';
+import { modelById, requireModel, syncEngineModels } from './models.js';
 import { queueDelayMs, runDurationMs } from './pricing.js';
-import { alreadyFinished, notFound, type Reply, requireBenchmark, requireModel, SandboxApiError, unprocessable } from './replies.js';
+import { alreadyFinished, notFound, type Reply, requireBenchmark, SandboxApiError, unprocessable } from './replies.js';
 
 export async function launchRun(ctx: SandboxContext, input: LaunchRunInput, key: string): Promise<Reply> {
   const inference = ctx.inference;
-  if (inference && !(await getModel(ctx.pool, input.modelId))) await syncEngineModels(ctx, inference);
+  if (inference && !(await modelById(ctx, input.modelId))) await syncEngineModels(ctx, inference);
   // A file benchmark (BENCHMARKS_DIR or an upload) exists but only a real engine runs it: say so, not "not found".
   const fileBenchmark = findBenchmark(input.benchmarkId) ? null : await ctx.benchmarks.get(input.benchmarkId);
   const reply = await withIdempotency(ctx, 'runs', key, input, async (client) => {
-    const model = await requireModel(client, input.modelId);
+    const model = await requireModel(ctx, client, input.modelId);
     if (model.engine !== null) {
       if (!inference) {
         throw new SandboxApiError(422, 'engine_unavailable', `model ${model.id} is served by ${model.engine}, which this platform is not configured with`);

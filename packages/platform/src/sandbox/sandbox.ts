@@ -252,6 +252,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxHand
       faults: resolveFaults(options.faults),
       random: createRandom(hash32(seed, 'faults')),
       lineages: new Map(),
+      models: new Map(),
       now: () => new Date(),
       benchmarks: createBenchmarkLibrary({ pool, ...(options.benchmarksDir ? { dir: options.benchmarksDir } : {}), isReserved: (id) => findBenchmark(id) !== undefined }),
     };

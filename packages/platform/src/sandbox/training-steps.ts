@@ -8,7 +8,8 @@ import type { SandboxContext } from './context.js';
 import { enqueueEvent } from './events.js';
 import { getDataset } from './store/datasets.js';
 import { withTransaction } from './store/db.js';
-import { getModel, insertFineTunedModel } from './store/models.js';
+import { insertFineTunedModel } from './store/models.js';
+import { modelById } from './models.js';
 import { chargeAccount } from './store/settings.js';
 import { getTraining, updateTraining, type TrainingRow } from './store/trainings.js';
 import { fineTunedName } from './trainings.js';
@@ -69,7 +70,7 @@ export async function completeTraining(
   ctx: SandboxContext,
   registerAdapter: (adapter: AdapterRegistration) => Promise<void>,
   training: TrainingRow, adapterPath: string, finalLoss: number | null, servedModel?: string): Promise<void> {
-  const base = await getModel(ctx.pool, training.base_model_id);
+  const base = await modelById(ctx, training.base_model_id);
   if (!base) throw new Error(`base model ${training.base_model_id} of training ${training.id} is missing`);
   const name = fineTunedName(base.name, training.id);
   const modelId = `ft/${name}`;

@@ -6,13 +6,14 @@ import type { SandboxContext, TrainingEngine } from './context.js';
 import { memorizationProbability } from './simulator.js';
 import { getDataset, type DatasetRow } from './store/datasets.js';
 import { withTransaction } from './store/db.js';
-import { getModel, insertFineTunedModel, type ModelRow } from './store/models.js';
+import { insertFineTunedModel, type ModelRow } from './store/models.js';
+import { modelById, requireModel } from './models.js';
 import { chargeAccount } from './store/settings.js';
 import { getTraining, insertTraining, trainingProgress, trainingToWire, updateTraining, type TrainingRow } from './store/trainings.js';
 import { enqueueEvent } from './events.js';
 import { requireCredits, withIdempotency } from './idempotency.js';
 import { queueDelayMs, quoteTraining, trainingDurationMs, trainingQuote, trainingRate } from './pricing.js';
-import { alreadyFinished, notFound, type Reply, requireModel, SandboxApiError, unprocessable } from './replies.js';
+import { alreadyFinished, notFound, type Reply, SandboxApiError, unprocessable } from './replies.js';
 
 /** The clear refusal when this platform cannot train `model` for real. */
 async function requireTrainingEngine(ctx: SandboxContext, model: ModelRow): Promise<TrainingEngine> {
@@ -60,7 +61,7 @@ async function trainingInputs(
 ): Promise<{ dataset: DatasetRow; model: ModelRow; quote: TrainingEstimateWire; engine?: TrainingEngine }> {
   const dataset = await getDataset(db, input.datasetId);
   if (!dataset) throw notFound(`dataset ${input.datasetId}`);
-  const model = await requireModel(db, input.baseModelId);
+  const model = await requireModel(ctx, db, input.baseModelId);
   if (model.engine === null) {
     if (dataset.examples !== null) {
       throw unprocessable(`dataset ${dataset.id} comes from a real run; model ${model.id} is simulated`);
@@ -177,7 +178,7 @@ export async function advanceTraining(ctx: SandboxContext, id: string, now: Date
       ctx.logger.info({ trainingId: id }, 'sandbox training failed');
       return;
     }
-    const base = (await getModel(client, training.base_model_id))!;
+    const base = (await modelById(ctx, training.base_model_id, client))!;
     const name = fineTunedName(base.name, id);
     const modelId = `ft/${name}`;
     await insertFineTunedModel(client, {
