@@ -57,8 +57,29 @@ interface ReservedSlot {
   waitMs: number | undefined;
 }
 
+/**
+ * A message's permalink on its workspace's link origin, in the form chat.getPermalink answers: a
+ * reply in a thread carries `thread_ts` and `cid` (the forms that method's reference shows).
+ */
+export function messagePermalink(origin: string, channel: string, ts: string, threadTs: string | null): string {
+  const link = `${origin}/archives/${channel}/p${ts.replace('.', '')}`;
+  return threadTs && threadTs !== ts ? `${link}?thread_ts=${threadTs}&cid=${channel}` : link;
+}
+
+/** The origin of a permalink Slack gave (`https://<workspace>.slack.com`), if it is one. */
+function permalinkOrigin(permalink: string): string | undefined {
+  try {
+    const url = new URL(permalink);
+    return url.protocol === 'https:' && /\/archives\//.test(url.pathname) ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class SlackPoster {
   private readonly workspaces: WorkspaceClients;
+  /** Each workspace's permalink origin, learned from the first permalink Slack gave for it. */
+  private readonly permalinkOrigins = new Map<string, string>();
 
   /**
    * `clients`: one token's clients, or each workspace's (OAuth mode); `scrubber`: every post and
@@ -253,11 +274,20 @@ export class SlackPoster {
     }
   }
 
-  /** Records the ts at once (its buttons can be clicked from now on), then the permalink. */
+  /**
+   * Records the ts at once (its buttons can be clicked from now on). The permalink goes with it once
+   * the workspace's link origin is known from a permalink Slack gave; until then it is asked of
+   * Slack (chat.getPermalink) and written after.
+   */
   private async recordDelivered(post: Post, ts: string, clients: SlackClients): Promise<void> {
-    await markPostDelivered(this.db, post.team_id, post.id, ts, null);
+    const origin = this.permalinkOrigins.get(post.team_id);
+    await markPostDelivered(this.db, post.team_id, post.id, ts, origin ? messagePermalink(origin, post.channel_id, ts, post.thread_ts) : null);
+    if (origin) return;
     const permalink = await this.permalink(post.channel_id, ts, clients);
-    if (permalink) await setPostPermalink(this.db, post.team_id, post.id, permalink);
+    if (!permalink) return;
+    await setPostPermalink(this.db, post.team_id, post.id, permalink);
+    const learned = permalinkOrigin(permalink);
+    if (learned) this.permalinkOrigins.set(post.team_id, learned);
   }
 
   private async pace(teamId: string, channel: string): Promise<void> {
