@@ -17,6 +17,7 @@ import * as planQueueGc from './2026-12-07-002-plan-queue-gc.js';
 import * as publicJobApi from './2026-12-07-003-public-job-api.js';
 import * as slackInstallations from './2026-12-07-004-slack-installations.js';
 import * as resourcesToolCall from './2026-12-08-001-resources-tool-call.js';
+import * as launchAuthorizationsRecorded from './2026-12-08-002-launch-authorizations-recorded.js';
 
 export const migrations: Record<string, Migration> = {
   '2026-12-02-001-initial': initial,
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-07-003-public-job-api': publicJobApi,
   '2026-12-07-004-slack-installations': slackInstallations,
   '2026-12-08-001-resources-tool-call': resourcesToolCall,
+  '2026-12-08-002-launch-authorizations-recorded': launchAuthorizationsRecorded,
 };

@@ -26,6 +26,21 @@ export async function findAuthorization(db: Db, call: ToolCallKey): Promise<Stor
 }
 
 /**
+ * Marks the launch of a tool call recorded (its resource is written, in the same transaction): from
+ * then on the resource, not the decision, counts against the caps.
+ */
+export async function markAuthorizationRecorded(db: Db, call: ToolCallKey): Promise<void> {
+  await db
+    .updateTable('launch_authorizations')
+    .set({ recorded_at: new Date() })
+    .where('team_id', '=', call.teamId)
+    .where('turn_id', '=', call.turnId)
+    .where('tool_use_id', '=', call.toolUseId)
+    .where('recorded_at', 'is', null)
+    .execute();
+}
+
+/**
  * Records an allowed launch; the first record of a tool call stands. `credits` count against the
  * spender's caps until the launch itself is recorded (see `spendingInPeriod`).
  */

@@ -15,7 +15,8 @@ export interface SpendingFigures {
 /**
  * What a person and their workspace spent in the last `periodDays`: every launch recorded in the
  * period that did not fail (charged, or estimated while running), plus launches the spend guard
- * allowed in the last minutes whose record is not written yet. A launch counts against the person
+ * allowed in the last minutes whose record is not written yet (not marked recorded, and no resource
+ * of their tool call: decisions from before the mark existed). A launch counts against the person
  * who started its thread.
  */
 export async function spendingInPeriod(db: Db, teamId: string, userId: string, periodDays: number): Promise<SpendingFigures> {
@@ -29,7 +30,7 @@ export async function spendingInPeriod(db: Db, teamId: string, userId: string, p
     in_flight as (
       select a.spender_user_id as spender, a.credits
       from launch_authorizations a
-      where a.team_id = ${teamId} and a.credits > 0
+      where a.team_id = ${teamId} and a.credits > 0 and a.recorded_at is null
         and a.created_at > greatest(${since}, now() - make_interval(mins => ${IN_FLIGHT_MINUTES}::int))
         and not exists (
           select 1 from resources r

@@ -169,6 +169,8 @@ export interface LaunchAuthorizationsTable {
   spender_user_id: string | null;
   chat_id: BigId | null;
   created_at: Generated<Timestamp>;
+  /** When its launch was recorded as a resource; null while it is in flight (or was lost). */
+  recorded_at: NullableTimestamp;
 }
 
 export interface ButtonChoicesTable {

@@ -6,6 +6,9 @@ import type { ToolContext } from '../../src/agent/tools/tool.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { spendingInPeriod } from '../../src/store/spending.js';
+import { recordLaunch } from '../../src/agent/tools/launch-record.js';
+import { pino } from 'pino';
+import { migrateJobEngine } from '../../src/jobs/worker.js';
 import type { Chat, Trigger } from '../../src/store/tables.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -14,6 +17,7 @@ const db = () => handle.db;
 beforeAll(async () => {
   handle = createDb(await createTestDatabase('spending'));
   await migrateToLatest(handle.db);
+  await migrateJobEngine(handle.pool, pino({ level: 'silent' }));
 });
 afterAll(() => handle.close());
 
@@ -78,5 +82,23 @@ describe('spending in the cap period', () => {
     expect(refused).toMatchObject({ allowed: false, reason: expect.stringMatching(/this workspace has spent 50\.00 of its 50-credit cap for the last 7 days/), approval: { intent, credits: 10 } });
     const counted = await sql<{ n: string }>`select count(*) as n from launch_authorizations where team_id = 'TS3'`.execute(db());
     expect(Number(counted.rows[0]!.n)).toBe(5);
+  });
+
+  it('stops counting a decision once its launch is recorded (recordLaunch marks it in the same transaction)', async () => {
+    const config = loadConfig({ SLACK_BOT_TOKEN: 'x', SLACK_SIGNING_SECRET: 's', ANTHROPIC_API_KEY: 'k', SPEND_CAP_PERSON: '1000', SPEND_CAP_WORKSPACE: '1000' });
+    const owner = await chat('TS4', 'UDAN', '4.1');
+    const trigger = await db().insertInto('triggers').values({ team_id: 'TS4', chat_id: owner.id, kind: 'mention', dedupe_key: 'm1', user_id: 'UDAN', payload: '{}' }).returningAll().executeTakeFirstOrThrow();
+    const turn = await db().insertInto('turns').values({ team_id: 'TS4', chat_id: owner.id, trigger_id: trigger.id, model: 'm', cost_usd: 0 }).returningAll().executeTakeFirstOrThrow();
+    const ctx = { db: db(), config, chat: owner, trigger: trigger as Trigger, turn, toolUseId: 'tu1', authority: 'person', logger: pino({ level: 'silent' }) } as unknown as ToolContext;
+    const intent: LaunchIntent = { tool: 'benchmark-launch', benchmarkId: '104', modelId: 'm' };
+    expect(await authorizeLaunch(ctx, intent, { credits: 9, availableCredits: 10_000 }, { toolUseId: 'tu1' })).toMatchObject({ allowed: true });
+    expect(await spendingInPeriod(db(), 'TS4', 'UDAN', 7)).toEqual({ person: 9, workspace: 9 });
+
+    // Recorded under another id than the decision's tool call (no match by tool-use id): the mark alone stops the count.
+    await recordLaunch({ ...ctx, toolUseId: 'tu1' }, { kind: 'run', platformId: 'run_ts4', planStep: null, status: 'running', priceEstimate: 4, webUrl: null });
+    await db().updateTable('resources').set({ details: JSON.stringify({}) }).where('platform_id', '=', 'run_ts4').execute();
+    const row = await db().selectFrom('launch_authorizations').select('recorded_at').where('team_id', '=', 'TS4').executeTakeFirstOrThrow();
+    expect(row.recorded_at).toBeInstanceOf(Date);
+    expect(await spendingInPeriod(db(), 'TS4', 'UDAN', 7)).toEqual({ person: 4, workspace: 4 });
   });
 });

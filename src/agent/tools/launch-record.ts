@@ -1,6 +1,7 @@
 // Recording a launch: its resource and plan step together, found again after an interruption, and early finish events claimed.
 import { claimEarlyReceipt } from '../../store/resource-events.js';
 import { setChatPlan } from '../../store/chats.js';
+import { markAuthorizationRecorded } from '../../store/launch-authorizations.js';
 import { findResourceOfToolCall, upsertResource } from '../../store/resources.js';
 import type { Resource, ResourceKind } from '../../store/tables.js';
 import { currentPlan } from '../chat-plan.js';
@@ -54,6 +55,8 @@ export async function recordLaunch(
       details: { ...input.details, ...(ctx.toolUseId ? { toolUseId: ctx.toolUseId } : {}) },
     });
     if (updated) await setChatPlan(trx, ctx.chat.team_id, ctx.chat.id, updated);
+    // The spend guard stops counting the decision once its launch is recorded here.
+    if (ctx.toolUseId) await markAuthorizationRecorded(trx, { teamId: ctx.chat.team_id, turnId: ctx.turn.id, toolUseId: ctx.toolUseId });
   });
   if (updated) ctx.chat.plan = updated;
   await claimEarlyEvents(ctx, input.kind, input.platformId);
