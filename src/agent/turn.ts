@@ -251,7 +251,7 @@ async function concludeTurn(
   end: { postKey: string; reply: Reply; summary: string; error: string | null },
 ): Promise<void> {
   const { chat, trigger, turn } = ctx;
-  await deps.db.transaction().execute(async (trx) => {
+  const facts = await deps.db.transaction().execute(async (trx) => {
     const post = await createPost(trx, {
       teamId: chat.team_id,
       chatId: chat.id,
@@ -265,9 +265,12 @@ async function concludeTurn(
     await recordActivity(trx, { chat, turn: finished, trigger, summary: end.summary, postId: post.id });
     await setTriggerStatus(trx, chat.team_id, trigger.id, end.error ? 'failed' : 'done', end.error);
     await deps.onConclude?.(trx, chat);
+    // What the thread waits on once its posts are out: every write of the turn is in by now.
+    return deps.sessions ? sessionFacts(trx, chat.team_id, chat.id) : undefined;
   });
   await deps.poster.deliverPending(chat.team_id, chat.id);
-  await reportSessionStatus(deps, ctx);
+  // After the posts: the session shows what the thread waits on now (see sessionStatusFor).
+  if (facts) deps.sessions?.set(chat, sessionStatusFor(facts));
   try {
     await deps.afterTurn?.(chat);
   } catch (error) {
@@ -284,16 +287,6 @@ async function skipTurn(deps: TurnDeps, ctx: ToolContext, prepared: SkipTurn): P
     await finishTurn(trx, chat.team_id, turn.id, 'completed', prepared.skip);
     await setTriggerStatus(trx, chat.team_id, trigger.id, 'done', prepared.skip);
   });
-}
-
-/** After a turn: the session shows what the thread waits on now (see sessionStatusFor). */
-async function reportSessionStatus(deps: TurnDeps, ctx: ToolContext): Promise<void> {
-  if (!deps.sessions) return;
-  try {
-    deps.sessions.set(ctx.chat, sessionStatusFor(await sessionFacts(deps.db, ctx.chat.team_id, ctx.chat.id)));
-  } catch (error) {
-    ctx.logger.warn({ err: error }, 'could not work out the session status');
-  }
 }
 
 async function runTools(

@@ -137,10 +137,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       db: db.db,
       logger,
       poll: surfaces.planPoll,
-      sync: async (teamId, chatId) => {
+      sync: async (teamId, chatId, chat) => {
         const clients = await slackClients.forTeam(teamId);
         if (!clients) return { outcome: 'uninstalled' };
-        return syncPlanMessage({ db: db.db, clients, perWorkspace: slackClients.perWorkspace, platform, logger, scrubber, pace }, teamId, chatId);
+        return syncPlanMessage({ db: db.db, clients, perWorkspace: slackClients.perWorkspace, platform, logger, scrubber, pace }, teamId, chatId, chat);
       },
     });
     const model = withScrubbedRequests(options.model ?? createModelClient(config.agent), scrubber);
@@ -159,7 +159,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       onConclude: (trx, chat) => options.home.refreshAfterTurn(trx, chat.team_id, chat.owner_user_id),
       afterTurn: async (chat) => {
         // A turn is what changes a plan (agreed, launched, finished): its message follows.
-        if (chat.plan !== null && surfaces.planMessage) await planProgress.afterTurn(chat.team_id, chat.id);
+        if (chat.plan !== null && surfaces.planMessage) await planProgress.afterTurn(chat);
       },
       ...(surfaces.sessionStatus ? { sessions } : {}),
       ...(oauth

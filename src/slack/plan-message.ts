@@ -15,6 +15,7 @@ import { createScrubber, type SecretScrubber } from '../logger.js';
 import type { Platform } from '@verdict/contract/platform';
 import { getChat } from '../store/chats.js';
 import type { Db } from '../store/db.js';
+import type { Chat } from '../store/tables.js';
 import { claimWrite, countPlanPostAttempt, holdWrites, readPlanMessage, recordPlanWrite, reserveUpdateSlot } from '../store/plan-messages.js';
 import { reservePostSlot } from '../store/posts.js';
 import { listChatResources } from '../store/resources.js';
@@ -87,15 +88,16 @@ async function readLive(platform: Platform, kind: 'run' | 'training', id: string
  * Brings a chat's plan message up to date: derives the plan's view, and posts or rewrites the
  * message when what it shows changed, within the pace. Never throws for what Slack refuses
  * (it is logged and the message kept as it was); throws on a transport failure so the job retries.
+ * `known` is the chat as the caller holds it now (the turn that just ended); else it is read.
  */
-export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, chatId: string): Promise<PlanSyncResult> {
+export async function syncPlanMessage(deps: PlanMessengerDeps, teamId: string, chatId: string, known?: Chat): Promise<PlanSyncResult> {
   const { db, logger } = deps;
   const scrubber = deps.scrubber ?? createScrubber();
   const pace = deps.pace ?? SLACK_PACE;
   const current = await readPlanMessage(db, teamId, chatId, pace.planUpdateIntervalMs, SLOT_VALID_MS);
   // Its turn among the workspace's plan updates is further on: nothing to read or draw before then.
   if (current.slotWaitMs !== undefined && current.slotWaitMs > MAX_SLOT_WAIT_MS) return { outcome: 'paced', againInMs: Math.ceil(current.slotWaitMs) };
-  const chat = await getChat(db, teamId, chatId);
+  const chat = known ?? (await getChat(db, teamId, chatId));
   const plan = chat ? parsePlan(chat.plan) : undefined;
   if (!chat || !plan) return { outcome: 'no_plan' };
 

@@ -8,6 +8,7 @@ export async function findResourceByPlatformId(db: Db, kind: ResourceKind, platf
   return db.selectFrom('resources').selectAll().where('kind', '=', kind).where('platform_id', '=', platformId).executeTakeFirst();
 }
 
+/** Records a resource once (by kind and platform id) and returns it as stored. */
 export async function upsertResource(
   db: Db,
   input: {
@@ -23,7 +24,7 @@ export async function upsertResource(
     details?: Record<string, unknown>;
   },
 ): Promise<Resource> {
-  await db
+  return db
     .insertInto('resources')
     .values({
       team_id: input.teamId,
@@ -37,14 +38,14 @@ export async function upsertResource(
       web_url: input.webUrl,
       details: JSON.stringify(input.details ?? {}),
     })
-    .onConflict((oc) => oc.constraint('resources_platform').doNothing())
-    .execute();
-  return db
-    .selectFrom('resources')
-    .selectAll()
-    .where('team_id', '=', input.teamId)
-    .where('kind', '=', input.kind)
-    .where('platform_id', '=', input.platformId)
+    // Recorded already (a resumed turn): the row as it stands, unchanged; another team's is not returned.
+    .onConflict((oc) =>
+      oc
+        .constraint('resources_platform')
+        .doUpdateSet((eb) => ({ updated_at: eb.ref('resources.updated_at') }))
+        .where('resources.team_id', '=', input.teamId),
+    )
+    .returningAll()
     .executeTakeFirstOrThrow();
 }
 

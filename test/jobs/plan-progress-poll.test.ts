@@ -7,6 +7,7 @@ import { createPlanProgress } from '../../src/jobs/plan-progress.js';
 import { PLAN_PROGRESS_TASK } from '../../src/jobs/task-names.js';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import type { PlanSyncResult } from '../../src/slack/plan-message.js';
+import type { Chat } from '../../src/store/tables.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -56,23 +57,26 @@ describe('the plan poll', () => {
 });
 
 describe("the sync at a turn's end", () => {
+  const chatRow = (id: string) => ({ id, team_id: TEAM }) as unknown as Chat;
   const jobsOf = async (chatId: string) =>
     (await sql<{ key: string | null; queue_name: string }>`select key, queue_name from graphile_worker.jobs where task_identifier = ${PLAN_PROGRESS_TASK} and queue_name = ${`chat:${chatId}`} order by id`.execute(handle.db)).rows;
 
-  it('runs in the turn itself: no job when nothing is running, a poll when a step is', async () => {
-    let calls = 0;
-    const progress = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => (calls += 1, { outcome: 'posted' }) });
-    await progress.afterTurn(TEAM, 'turn-end-1');
-    expect(calls).toBe(1);
+  it("runs in the turn itself, on the turn's chat: no job when nothing is running, a poll when a step is", async () => {
+    const given: Array<Chat | undefined> = [];
+    const progress = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async (_team, _chat, chat) => (given.push(chat), { outcome: 'posted' }) });
+    const turnChat = chatRow('turn-end-1');
+    await progress.afterTurn(turnChat);
+    // The sync is given the turn's chat, as the turn holds it: nothing to read again.
+    expect(given).toEqual([turnChat]);
     expect(await jobsOf('turn-end-1')).toEqual([]);
     const running = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => ({ outcome: 'updated', againInMs: 5_000 }) });
-    await running.afterTurn(TEAM, 'turn-end-2');
+    await running.afterTurn(chatRow('turn-end-2'));
     expect(await jobsOf('turn-end-2')).toEqual([{ key: `plan-poll:${TEAM}:turn-end-2`, queue_name: 'chat:turn-end-2' }]);
   });
 
   it('a sync that fails (Slack or the platform down) is left to a job on the chat queue, which retries it', async () => {
     const progress = createPlanProgress({ db: handle.db, logger: pino({ level: 'silent' }), sync: async () => Promise.reject(new Error('socket hang up')) });
-    await progress.afterTurn(TEAM, 'turn-end-3');
+    await progress.afterTurn(chatRow('turn-end-3'));
     expect(await jobsOf('turn-end-3')).toEqual([{ key: null, queue_name: 'chat:turn-end-3' }]);
   });
 });
