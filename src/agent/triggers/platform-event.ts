@@ -1,6 +1,7 @@
 // A platform event (run or training finished, failed or cancelled): fetch the resource, record it, advance the plan, say what is next.
 import type { Run, TrainingJob } from '@verdict/contract/platform';
 import { rearmResourceEvent } from '../../store/resource-events.js';
+import type { Db } from '../../store/db.js';
 import { findResourceByPlatformId, updateResourceStatus } from '../../store/resources.js';
 import { currentPlan, savePlan } from '../chat-plan.js';
 import { describePlan, findStep, nextStep, updateStep, type Plan, type PlanStepKind } from '../plan.js';
@@ -40,35 +41,42 @@ async function prepareResourceEvent(ctx: TriggerContext): Promise<Prepared<Resou
   let outcome: ResourceEventFacts['outcome'] | 'running';
   let producedModelId: string | null = null;
   let stopped = '';
+  let recorded: Parameters<typeof updateResourceStatus>[3];
   if (payload.resourceKind === 'run') {
     const run: Run = await ctx.platform.getRun(payload.resourceId);
     described = describeRun(run);
     outcome = run.status === 'queued' ? 'running' : run.status;
     if (run.progress) stopped = `${run.progress.done} of ${run.progress.total} questions answered, `;
     stopped += `charged ${run.chargedCredits ?? 0} of ${run.priceCredits} credits`;
-    if (resource) {
-      await updateResourceStatus(ctx.db, ctx.chat.team_id, resource.id, {
-        status: run.status,
-        priceCharged: run.chargedCredits,
-        finished: outcome !== 'running',
-        details: { score: run.score },
-      });
-    }
+    recorded = { status: run.status, priceCharged: run.chargedCredits, finished: outcome !== 'running', details: { score: run.score } };
   } else {
     const job: TrainingJob = await ctx.platform.getTraining(payload.resourceId);
     described = describeTraining(job);
     outcome = job.status === 'queued' ? 'running' : job.status;
     stopped = `${Math.round(job.progress * 100)}% trained, charged ${job.priceChargedCredits ?? 0} of ${job.priceEstimatedCredits} credits`;
     producedModelId = job.producedModelId;
-    if (resource) {
-      await updateResourceStatus(ctx.db, ctx.chat.team_id, resource.id, {
-        status: job.status,
-        priceCharged: job.priceChargedCredits,
-        finished: outcome !== 'running',
-        details: { producedModelId: job.producedModelId },
-      });
-    }
+    recorded = { status: job.status, priceCharged: job.priceChargedCredits, finished: outcome !== 'running', details: { producedModelId: job.producedModelId } };
   }
+
+  // The step this outcome finishes, advanced in code; not while the resource runs, nor in a stopped thread.
+  let plan = currentPlan(ctx);
+  let advanced: Plan | undefined;
+  const step = (resource?.plan_step as PlanStepKind | null) ?? null;
+  if (outcome !== 'running' && !ctx.chat.stopped_at && plan && step && findStep(plan, step)?.status === 'launched') {
+    advanced = updateStep(
+      plan,
+      step,
+      outcome === 'completed' ? { status: 'completed' } : { status: 'failed', error: outcome === 'cancelled' ? `cancelled: ${described}` : described },
+    );
+    if (step === 'train' && outcome === 'completed' && producedModelId) advanced = { ...advanced, trainedModelId: producedModelId };
+  }
+  // The resource's outcome and the plan step it finishes are written together.
+  const write = async (db: Db) => {
+    if (resource) await updateResourceStatus(db, ctx.chat.team_id, resource.id, recorded);
+    if (advanced) await savePlan({ db, chat: ctx.chat }, advanced);
+  };
+  await (resource && advanced ? ctx.db.transaction().execute(write) : write(ctx.db));
+  if (advanced) plan = advanced;
 
   if (outcome === 'running') {
     return {
@@ -80,17 +88,6 @@ async function prepareResourceEvent(ctx: TriggerContext): Promise<Prepared<Resou
   // A stopped thread already said what was stopped and what it cost; the event only records the result.
   if (ctx.chat.stopped_at) return { skip: `${payload.type}: the thread was stopped; recorded without a turn` };
 
-  let plan = currentPlan(ctx);
-  const step = (resource?.plan_step as PlanStepKind | null) ?? null;
-  if (plan && step && findStep(plan, step)?.status === 'launched') {
-    plan = updateStep(
-      plan,
-      step,
-      outcome === 'completed' ? { status: 'completed' } : { status: 'failed', error: outcome === 'cancelled' ? `cancelled: ${described}` : described },
-    );
-    if (step === 'train' && outcome === 'completed' && producedModelId) plan = { ...plan, trainedModelId: producedModelId };
-    await savePlan(ctx, plan);
-  }
   return { facts: { type: payload.type, kind: payload.resourceKind, resource: described, outcome, stopped, plan } };
 }
 
