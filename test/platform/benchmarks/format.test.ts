@@ -100,9 +100,14 @@ describe('scoreAnswer', () => {
     expect(scoreAnswer(item({ answer: 'Lily' }), '')).toEqual({ extracted: '', score: 0 });
   });
 
-  it('numeric: reads the labelled or first number, with separators', () => {
+  it('numeric: reads the labelled number, else the last one (a worked answer ends on its result), with separators', () => {
     const n = item({ answer: '1000', scorer: 'numeric' });
     expect(scoreAnswer(n, 'It is 1,000 apples')).toEqual({ extracted: '1,000', score: 1 });
+    expect(scoreAnswer(n, '10 boxes of 100 apples: 10 x 100 = 1,000')).toEqual({ extracted: '1,000', score: 1 });
+    expect(scoreAnswer(n, '1000 apples, or 10 boxes')).toEqual({ extracted: '10', score: 0 });
+    const eggs = item({ answer: '18', scorer: 'numeric' });
+    expect(scoreAnswer(eggs, 'Janet has 16 eggs. She uses 3 + 4 = 7, so 16 - 7 = 9 are left. At $2 each she makes $18.')).toEqual({ extracted: '$18', score: 1 });
+    expect(scoreAnswer(eggs, 'The answer is 18, from 16 - 7 = 9 eggs at $2')).toMatchObject({ extracted: '18', score: 1 });
     expect(scoreAnswer(n, 'We had 3 bags... The answer is 1000.0')).toMatchObject({ extracted: '1000.0', score: 1 });
     expect(scoreAnswer(n, '#### 999')).toMatchObject({ score: 0 });
     expect(scoreAnswer(n, 'no idea')).toEqual({ extracted: '', score: 0 });

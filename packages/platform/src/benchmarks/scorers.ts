@@ -27,12 +27,15 @@ function firstAnswerLine(output: string): string {
 
 const NUMBER = /[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?%?|[-+]?\.\d+/gi;
 
-/** The number after an answer label ("Answer:", "####", "the answer is") if there is one, else the first number. */
+/**
+ * The number after an answer label ("Answer:", "####", "the answer is") if there is one, else the
+ * last number: a worked answer ends on its result ("16 - 3 - 4 = 9 eggs, at $2 each: $18"), as
+ * lm-evaluation-harness's flexible extract for GSM8K reads it.
+ */
 function extractNumber(output: string): string {
   const marker = ANSWER_MARKER.exec(output);
-  const after = marker ? output.slice(marker.index + marker[0].length) : '';
-  const candidates = [...(after.match(NUMBER) ?? []), ...(output.match(NUMBER) ?? [])];
-  return candidates[0] ?? '';
+  const labelled = marker ? output.slice(marker.index + marker[0].length).match(NUMBER)?.[0] : undefined;
+  return labelled ?? output.match(NUMBER)?.at(-1) ?? '';
 }
 
 function numbersEqual(a: number, b: number): boolean {
@@ -101,7 +104,7 @@ export function exactMatch(line: string, answer: string): boolean {
  * after cutting the output at the item's first `stop` sequence:
  * - `exact`: the first non-empty line (an "Answer:" label dropped) is the answer, or starts with it
  *   and goes on after a punctuation mark (see {@link exactMatch});
- * - `numeric`: the number after an answer label ("Answer:", "####"), else the first number, equals
+ * - `numeric`: the number after an answer label ("Answer:", "####"), else the last number, equals
  *   the answer's; "$" and "," ignored;
  * - `choice`: the letter read from the output is the answer's letter;
  * - `contains`: the normalized output contains the normalized answer as whole words;
