@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const ALL = ['analysis', 'startup', 'loop-cost', 'step-overhead', 'webhook-ingest', 'ingest-statement', 'job-queues', 'slack-ack', 'scale'];
+const ALL = ['analysis', 'chart', 'startup', 'loop-cost', 'step-overhead', 'webhook-ingest', 'ingest-statement', 'job-queues', 'slack-ack', 'scale'];
 // Run only when named: real-loop writes a 1 GB model and takes minutes of CPU (bench/real-loop.ts).
 const ON_REQUEST = ['real-loop'];
 const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ALL;
