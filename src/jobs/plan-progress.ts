@@ -17,7 +17,7 @@ interface PlanProgressPayload {
 }
 
 /** The queue of a chat's plan jobs: its turns' queue. */
-export const planQueueName = (chatId: string) => turnQueueName(chatId);
+const planQueueName = (chatId: string) => turnQueueName(chatId);
 const pollKeyOf = (p: PlanProgressPayload) => `plan-poll:${p.teamId}:${p.chatId}`;
 
 export interface PlanProgressDeps {
