@@ -20,9 +20,12 @@ const postgresUrl = optionalString.refine(
     if (value === undefined) return true;
     if (!URL.canParse(value)) return false;
     const parsed = new URL(value);
-    return (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && parsed.hostname !== '';
+    // A host, or a Unix socket's folder, which pg takes from `host` over the URL's host:
+    // postgres:///verdict?host=/var/run/postgresql, postgres://user:password@localhost/verdict?host=/var/run/postgresql
+    const socket = parsed.searchParams.get('host')?.startsWith('/') ?? false;
+    return (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:') && (parsed.hostname !== '' || socket);
   },
-  { message: 'must be a postgres:// URL with a host, e.g. postgres://user:password@localhost:5432/verdict' },
+  { message: 'must be a postgres:// URL with a host, e.g. postgres://user:password@localhost:5432/verdict, or a Unix socket folder in host=, e.g. postgres://user:password@localhost/verdict?host=/var/run/postgresql' },
 );
 
 const port = (fallback: number) =>

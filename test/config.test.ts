@@ -89,6 +89,14 @@ describe('loadConfig', () => {
     expect(config.databaseUrl).toBe('postgresql://u:p@db.internal/verdict');
   });
 
+  it("takes a Unix socket's folder as DATABASE_URL's host, as pg reads it, and refuses a URL with neither", () => {
+    for (const url of ['postgres:///verdict?host=/var/run/postgresql', 'postgres://verdict:pw@localhost/verdict?host=/var/run/postgresql']) {
+      expect(loadConfig({ ...base, DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+    expect(() => loadConfig({ ...base, DATABASE_URL: 'postgres:///verdict' })).toThrow(/DATABASE_URL must be a postgres:\/\/ URL with a host/);
+    expect(() => loadConfig({ ...base, DATABASE_URL: 'postgres:///verdict?host=relative' })).toThrow(/DATABASE_URL/);
+  });
+
   it('paces Slack writes at Slack\'s documented pace unless SLACK_PACE_SCALE says otherwise', () => {
     expect(loadConfig(base).slack.paceScale).toBe(1);
     expect(slackPace(loadConfig(base).slack.paceScale)).toEqual({ postIntervalMs: 1000, planUpdateIntervalMs: 3000, workspaceUpdateIntervalMs: 1500, sessionStatusIntervalMs: 1200 });

@@ -36,6 +36,23 @@ const until = async (check: () => boolean) => {
 };
 
 describe('pg pool', () => {
+  it("connects through the server's Unix socket given as the URL's host folder", async () => {
+    const { rows } = await admin.query<{ dir: string; port: string }>(`select split_part(current_setting('unix_socket_directories'), ',', 1) as dir, current_setting('port') as port`);
+    const dir = rows[0]!.dir.trim();
+    if (!dir) return void console.info('[pool.test] the server has no Unix socket: nothing to connect to');
+    const tcp = new URL(url);
+    // The form the configuration takes (src/config.ts): the folder in `host` wins over the URL's host.
+    const socketUrl = `postgres://${tcp.username}:${tcp.password}@localhost:${rows[0]!.port}${tcp.pathname}?host=${encodeURIComponent(dir)}`;
+    const viaSocket = createDb(socketUrl, { max: 1 });
+    try {
+      const { rows: seen } = await sql<{ addr: string | null }>`select inet_client_addr()::text as addr`.execute(viaSocket.db);
+      // inet_client_addr() is null over a Unix socket.
+      expect(seen).toEqual([{ addr: null }]);
+    } finally {
+      await viaSocket.close();
+    }
+  });
+
   it('survives the loss of a connection that is checked out, and reconnects for the next query', async () => {
     const outcome = await handle.db.connection().execute(async (conn) => {
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
