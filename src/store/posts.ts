@@ -102,13 +102,7 @@ export async function startPostAttempt(
   const { rows } = await sql<{ attempts: number; wait_ms: number }>`
     with attempt as (
       update posts set attempts = attempts + 1 where team_id = ${post.teamId} and id = ${post.postId} returning attempts
-    ), slot as (
-      insert into channel_post_slots as s (team_id, channel_id, last_slot)
-      values (${post.teamId}, ${post.channelId}, clock_timestamp())
-      on conflict (team_id, channel_id) do update
-        set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
-      returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms
-    )
+    ), slot as (${postSlotReservation(post.teamId, post.channelId, intervalMs)})
     select attempt.attempts, slot.wait_ms from attempt cross join slot`.execute(db);
   const row = rows[0];
   if (!row) throw new Error(`post ${post.postId} of team ${post.teamId} not found`);
@@ -158,13 +152,18 @@ export async function countPosts(db: Db, teamId: string, chatId: string): Promis
  * row lock orders concurrent reservations, and the database clock is the only clock involved.
  */
 export async function reservePostSlot(db: Db, teamId: string, channelId: string, intervalMs: number): Promise<number> {
-  const { rows } = await sql<{ wait_ms: number }>`
+  const { rows } = await sql<{ wait_ms: number }>`${postSlotReservation(teamId, channelId, intervalMs)}`.execute(db);
+  return rows[0]!.wait_ms;
+}
+
+/** The statement that reserves a channel's next post slot, returning `wait_ms` (see {@link reservePostSlot}). */
+function postSlotReservation(teamId: string, channelId: string, intervalMs: number) {
+  return sql`
     insert into channel_post_slots as s (team_id, channel_id, last_slot)
     values (${teamId}, ${channelId}, clock_timestamp())
     on conflict (team_id, channel_id) do update
       set last_slot = greatest(clock_timestamp(), s.last_slot + make_interval(secs => ${intervalMs / 1000}::float8))
-    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`.execute(db);
-  return rows[0]!.wait_ms;
+    returning greatest(0, extract(epoch from (s.last_slot - clock_timestamp())) * 1000)::float8 as wait_ms`;
 }
 
 export async function getPost(db: Db, teamId: string, postId: string): Promise<Post | undefined> {
