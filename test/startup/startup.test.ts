@@ -13,6 +13,7 @@ import { STARTUP_RETRIES } from '../../src/slack/app.js';
 import { freePort } from '@verdict/runtime/embedded-postgres';
 import { startFakeSlack, startMiniSlack } from '../kit/fakes/slack/index.js';
 import { createTestDatabase } from '../kit/database.js';
+import { freePortWithNext } from '../kit/ports.js';
 import { baseEnv, logLines, ROOT, runBot } from './run-bot.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -171,7 +172,7 @@ describe('what start-up says', () => {
   it('keeps the sandbox next to PORT, so its links survive a restart', async () => {
     const slack = await startFakeSlack({ teamId: 'T0FAKE' });
     cleanups.push(() => slack.stop());
-    const port = await freePort();
+    const port = await freePortWithNext();
     const env = baseEnv({ DATABASE_URL: await createTestDatabase('startup'), PORT: String(port), SLACK_API_URL: slack.apiUrl });
     const sandboxUrls: string[] = [];
     for (let i = 0; i < 2; i += 1) {
