@@ -16,8 +16,6 @@ interface PlanProgressPayload {
   chatId: string;
 }
 
-/** The queue of a chat's plan jobs: its turns' queue. */
-const planQueueName = (chatId: string) => turnQueueName(chatId);
 const pollKeyOf = (p: PlanProgressPayload) => `plan-poll:${p.teamId}:${p.chatId}`;
 
 export interface PlanProgressDeps {
@@ -47,7 +45,7 @@ export function createPlanProgress(deps: PlanProgressDeps): PlanProgress {
     await addJob(deps.db, {
       identifier: PLAN_PROGRESS_TASK,
       payload,
-      queueName: planQueueName(payload.chatId),
+      queueName: turnQueueName(payload.chatId),
       jobKey: pollKeyOf(payload),
       jobKeyMode: 'replace',
       runAt: new Date(Date.now() + result.againInMs),
@@ -63,7 +61,7 @@ export function createPlanProgress(deps: PlanProgressDeps): PlanProgress {
         await syncAndReschedule(payload, chat);
       } catch (error) {
         deps.logger.warn({ err: error, chatId: payload.chatId }, 'the plan message could not be synced after the turn; a job retries it');
-        await addJob(deps.db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: planQueueName(payload.chatId), maxAttempts: 5 });
+        await addJob(deps.db, { identifier: PLAN_PROGRESS_TASK, payload, queueName: turnQueueName(payload.chatId), maxAttempts: 5 });
       }
     },
   };

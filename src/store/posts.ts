@@ -75,24 +75,10 @@ export async function pendingPosts(db: Db, teamId: string, chatId: string): Prom
 }
 
 /**
- * Records that a delivery is being attempted; returns the attempt number (1 for the first). A durable
- * commit, before Slack is called: it is what makes a later attempt look for the post first.
- */
-export async function markPostAttempt(db: Db, teamId: string, postId: string): Promise<number> {
-  const row = await db
-    .updateTable('posts')
-    .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
-    .where('team_id', '=', teamId)
-    .where('id', '=', postId)
-    .returning('attempts')
-    .executeTakeFirstOrThrow();
-  return row.attempts;
-}
-
-/**
- * Counts an attempt at delivering a post and reserves its channel's next posting slot (see
- * {@link reservePostSlot}), in one statement: both are written before the post is sent. Returns the
- * attempt number and how long to wait for the slot.
+ * Records that a delivery is being attempted and reserves the channel's next posting slot (see
+ * {@link reservePostSlot}), in one statement. A durable commit before Slack is called: it is what
+ * makes a later attempt look for the post first. Returns the attempt number (1 for the first) and
+ * how long to wait for the slot.
  */
 export async function startPostAttempt(
   db: Db,

@@ -15,8 +15,8 @@ export interface SpendingFigures {
 /**
  * What a person and their workspace spent in the last `periodDays`: every launch recorded in the
  * period that did not fail (charged, or estimated while running), plus launches the spend guard
- * allowed in the last minutes whose record is not written yet (not marked recorded, and no resource
- * of their tool call: decisions from before the mark existed). A launch counts against the person
+ * allowed in the last minutes whose launch is not recorded yet (`recordLaunch` marks it in the
+ * transaction that records the resource). A launch counts against the person
  * who started its thread.
  */
 export async function spendingInPeriod(db: Db, teamId: string, userId: string, periodDays: number): Promise<SpendingFigures> {
@@ -32,10 +32,6 @@ export async function spendingInPeriod(db: Db, teamId: string, userId: string, p
       from launch_authorizations a
       where a.team_id = ${teamId} and a.credits > 0 and a.recorded_at is null
         and a.created_at > greatest(${since}, now() - make_interval(mins => ${IN_FLIGHT_MINUTES}::int))
-        and not exists (
-          select 1 from resources r
-          where r.team_id = a.team_id and r.turn_id = a.turn_id and r.details->>'toolUseId' = a.tool_use_id
-        )
     ),
     everything as (select * from launched union all select * from in_flight)
     select coalesce(sum(credits) filter (where spender = ${userId}), 0)::text as person,

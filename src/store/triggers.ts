@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { RUN_TURN_TASK } from '../jobs/task-names.js';
 import type { Db } from './db.js';
-import type { Trigger, TriggerKind, TriggerStatus } from './tables.js';
+import type { TriggerKind, TriggerStatus } from './tables.js';
 import { triggerFiles, type SharedFile } from './trigger-files.js';
 
 export interface TriggerInput {
@@ -193,10 +193,6 @@ export async function enqueueSlackTriggers(
 export async function addTurnJob(db: Db, chatId: string, triggerId: string, maxAttempts = 25): Promise<void> {
   await sql`select graphile_worker.add_job(${RUN_TURN_TASK}::text, json_build_object('triggerId', ${triggerId}::text),
     queue_name => ${turnQueueName(chatId)}::text, job_key => ${`trigger:${triggerId}`}::text, max_attempts => ${maxAttempts}::int)`.execute(db);
-}
-
-export async function getTrigger(db: Db, triggerId: string): Promise<Trigger | undefined> {
-  return db.selectFrom('triggers').selectAll().where('id', '=', triggerId).executeTakeFirst();
 }
 
 export async function setTriggerStatus(

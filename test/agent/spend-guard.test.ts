@@ -13,7 +13,7 @@ import { offeredChoices } from '../../src/slack/offered-choices.js';
 import { claimButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { createPost, markPostDelivered } from '../../src/store/posts.js';
-import { getTrigger } from '../../src/store/triggers.js';
+import { getTriggerWithChat } from '../../src/store/chats.js';
 import type { Chat, Trigger, TriggerKind } from '../../src/store/tables.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -82,7 +82,7 @@ async function clicked(value: string, chatPlan: Plan | null = null): Promise<Too
   await markPostDelivered(handle.db, 'T1', post.id, ts, null);
   const claim = await claimButtonClick(handle.db, { teamId: 'T1', channelId: 'C1', messageTs: ts, actionId: button.actionId, value: button.value, userId: 'UOWNER' }, { adminUserIds: [] });
   if (claim.outcome !== 'claimed') throw new Error(`click not claimed: ${claim.outcome}`);
-  const trigger = (await getTrigger(handle.db, claim.triggerId))!;
+  const trigger = (await getTriggerWithChat(handle.db, claim.triggerId))!.trigger;
   const chat = { id: chatId, team_id: 'T1', channel_id: 'C1', thread_ts: '1.0', owner_user_id: 'UOWNER', plan: chatPlan } as unknown as Chat;
   return { db: handle.db, config, chat, trigger, authority: handlerFor(trigger.kind).authority } as unknown as ToolContext;
 }

@@ -12,7 +12,7 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { ingestPlatformEvents } from '../../src/store/resource-events.js';
 import { findResourceByPlatformId, upsertResource } from '../../src/store/resources.js';
 import type { Chat, Trigger, TriggerKind } from '../../src/store/tables.js';
-import { getTrigger } from '../../src/store/triggers.js';
+import { getTriggerWithChat } from '../../src/store/chats.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -129,7 +129,7 @@ describe('the platform event handler against the sandbox platform', () => {
       teamId: 'T1', chatId: row.id, turnId: null, kind: 'run', platformId: runId, planStep: chatPlan ? 'baseline_run' : null, status: 'queued', priceEstimate: 5, webUrl: null,
     });
     const [ingested] = await ingestPlatformEvents(handle.db, [{ webhookId: `msg_${runId}`, type: 'run.completed', kind: 'run', resourceId: runId, outcome: 'completed' }], { maxAttempts: 3 });
-    const stored = (await getTrigger(handle.db, ingested!.triggerId!))!;
+    const stored = (await getTriggerWithChat(handle.db, ingested!.triggerId!))!.trigger;
     const ctx = { db: handle.db, config, logger: pino({ level: 'silent' }), platform: sandbox.platform, sandbox: true, chat: row, trigger: stored } as unknown as TriggerContext;
     return { ctx, chat: row, resourceId: resource.id };
   }

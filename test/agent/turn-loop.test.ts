@@ -14,7 +14,8 @@ import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js'
 import { enqueueSweptOutcome } from '../../src/store/resource-events.js';
 import { upsertResource } from '../../src/store/resources.js';
 import type { Chat, TriggerKind } from '../../src/store/tables.js';
-import { enqueueTrigger, getTrigger } from '../../src/store/triggers.js';
+import { enqueueTrigger } from '../../src/store/triggers.js';
+import { getTriggerWithChat } from '../../src/store/chats.js';
 import { startTestSandbox, waitForRun, type TestSandbox } from '../platform/helpers.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -153,7 +154,7 @@ describe('the turn loop', () => {
     const turn = await handle.db.selectFrom('turns').selectAll().where('trigger_id', '=', triggerId).executeTakeFirstOrThrow();
     expect(turn).toMatchObject({ status: 'completed', model_calls: 2, input_tokens: 200, output_tokens: 40 });
     expect(Number(turn.cost_usd)).toBeGreaterThan(0);
-    expect((await getTrigger(handle.db, triggerId))!.status).toBe('done');
+    expect((await getTriggerWithChat(handle.db, triggerId))!.trigger.status).toBe('done');
     const activity = await handle.db.selectFrom('activity').selectAll().where('turn_id', '=', turn.id).executeTakeFirstOrThrow();
     expect(activity).toMatchObject({ summary: 'The tool said hi.', trigger_label: 'Mention', post_id: posts[0]!.id });
     expect(calls.delivered).toEqual([chatId]);
@@ -196,7 +197,7 @@ describe('the turn loop', () => {
     await runTurn(deps(model, poster), triggerId, once);
     expect(model.requests).toHaveLength(0);
     expect(calls.ephemeral).toEqual([{ user: 'USTRANGER', text: expect.stringContaining('Only <@UOWNER>, who started this thread, or an admin can use these buttons') }]);
-    expect(await getTrigger(handle.db, triggerId)).toMatchObject({ status: 'done', error: 'refused' });
+    expect((await getTriggerWithChat(handle.db, triggerId))?.trigger).toMatchObject({ status: 'done', error: 'refused' });
     expect(await postsOf(chatId)).toHaveLength(0);
   });
 
@@ -207,7 +208,7 @@ describe('the turn loop', () => {
     const posts = await postsOf(chatId);
     expect(posts).toHaveLength(1);
     expect(JSON.stringify(posts[0]!.payload)).toMatch(/couldn't reach the model: the request timed out.*Retry/);
-    expect(await getTrigger(handle.db, triggerId)).toMatchObject({ status: 'failed', error: 'the request timed out' });
+    expect((await getTriggerWithChat(handle.db, triggerId))?.trigger).toMatchObject({ status: 'failed', error: 'the request timed out' });
   });
 
   it('leaves a turn nobody waits on to the job engine while it has attempts left, then tells the thread', async () => {

@@ -11,7 +11,7 @@ import { claimButtonClick, grantOfTrigger } from '../../src/store/button-choices
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { appendMessage, listMessages } from '../../src/store/messages.js';
 import { createPost } from '../../src/store/posts.js';
-import { getTrigger } from '../../src/store/triggers.js';
+import { getTriggerWithChat } from '../../src/store/chats.js';
 import { startFakeSlack, type FakeMessage, type FakeSlack } from '../kit/fakes/slack/index.js';
 import { createTestDatabase } from '../kit/database.js';
 
@@ -87,7 +87,7 @@ describe('rows stored before typed replies', () => {
     const approve = buttonsOf(message!).find((b) => b.action_id === ACTION_IDS.approve)!;
     const claimed = await click(message!.ts, approve);
     expect(claimed.outcome).toBe('claimed');
-    const trigger = (await getTrigger(handle.db, (claimed as { triggerId: string }).triggerId))!;
+    const trigger = (await getTriggerWithChat(handle.db, (claimed as { triggerId: string }).triggerId))!.trigger;
     expect(await grantOfTrigger(handle.db, trigger)).toEqual(JSON.parse(oldApproveValue));
     expect((await click(message!.ts, approve)).outcome).toBe('already');
 

@@ -10,8 +10,8 @@ import { ACTION_IDS } from '../../src/slack/action-ids.js';
 import { encodeButtonValue } from '../../src/slack/button-value.js';
 import { claimButtonClick, grantOfTrigger, madeChoices, type ButtonClick } from '../../src/store/button-choices.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
-import { createPost, markPostAttempt, markPostDelivered } from '../../src/store/posts.js';
-import { getTrigger } from '../../src/store/triggers.js';
+import { createPost, markPostDelivered, startPostAttempt } from '../../src/store/posts.js';
+import { getTriggerWithChat } from '../../src/store/chats.js';
 import { createTestDatabase } from '../kit/database.js';
 
 let url: string;
@@ -109,7 +109,7 @@ describe('button choices', () => {
     // The trigger carries the stored grant's ids, never the click's value.
     expect(JSON.stringify(triggers[0]!.payload)).not.toContain('train_on_failures');
     const winner = results.find((r) => r.outcome === 'claimed')!;
-    const grant = await grantOfTrigger(db(), (await getTrigger(db(), (winner as { triggerId: string }).triggerId))!);
+    const grant = await grantOfTrigger(db(), (await getTriggerWithChat(db(), (winner as { triggerId: string }).triggerId))!.trigger);
     expect(grant).toMatchObject({ kind: 'next', action: { action: 'train_on_failures' } });
     const made = await madeChoices(db(), t.teamId, t.post.id);
     expect(made).toHaveLength(1);
@@ -170,7 +170,7 @@ describe('button choices', () => {
 
   it('waits for a delivery in flight: a click in the moment between Slack showing the message and the outbox recording its ts', async () => {
     const t = await seedThread(undefined, { deliver: false });
-    await markPostAttempt(db(), t.teamId, t.post.id);
+    await startPostAttempt(db(), { teamId: t.teamId, postId: t.post.id, channelId: t.post.channel_id }, 1000);
     const started = Date.now();
     const pending = claimButtonClick(db(), t.click(), admins);
     await new Promise((resolve) => setTimeout(resolve, 300));

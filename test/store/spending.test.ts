@@ -1,5 +1,6 @@
 // Spending per person and per workspace over the cap period, from the recorded launches, and the guard's caps.
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
+import { migrations } from '../../migrations/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizeLaunch, type LaunchIntent } from '../../src/agent/spend-guard.js';
 import type { ToolContext } from '../../src/agent/tools/tool.js';
@@ -7,6 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDb, migrateToLatest, type DbHandle } from '../../src/store/db.js';
 import { spendingInPeriod } from '../../src/store/spending.js';
 import { recordLaunch } from '../../src/agent/tools/launch-record.js';
+import { markAuthorizationRecorded } from '../../src/store/launch-authorizations.js';
 import { pino } from 'pino';
 import { migrateJobEngine } from '../../src/jobs/worker.js';
 import type { Chat, Trigger } from '../../src/store/tables.js';
@@ -61,8 +63,9 @@ describe('spending in the cap period', () => {
     expect(await spendingInPeriod(db(), 'TS1', 'UANN', 7)).toEqual({ person: 12 + 30 + 5, workspace: 12 + 30 + 5 + 100 });
     expect(await spendingInPeriod(db(), 'TS1', 'UBOB', 7)).toEqual({ person: 100, workspace: 147 });
     expect((await spendingInPeriod(db(), 'TS1', 'UANN', 30)).person).toBe(747);
-    // Once its resource is recorded, the authorization is not counted twice.
+    // Once its resource is recorded (and the decision marked, as recordLaunch does), it is not counted twice.
     await db().insertInto('resources').values({ team_id: 'TS1', chat_id: a1.id, turn_id: t.id, kind: 'run', platform_id: 'r7', status: 'running', price_estimate: 5, details: JSON.stringify({ toolUseId: 'tu1' }) }).execute();
+    await markAuthorizationRecorded(db(), { teamId: 'TS1', turnId: t.id, toolUseId: 'tu1' });
     expect((await spendingInPeriod(db(), 'TS1', 'UANN', 7)).person).toBe(47);
   });
 
@@ -94,11 +97,32 @@ describe('spending in the cap period', () => {
     expect(await authorizeLaunch(ctx, intent, { credits: 9, availableCredits: 10_000 }, { toolUseId: 'tu1' })).toMatchObject({ allowed: true });
     expect(await spendingInPeriod(db(), 'TS4', 'UDAN', 7)).toEqual({ person: 9, workspace: 9 });
 
-    // Recorded under another id than the decision's tool call (no match by tool-use id): the mark alone stops the count.
-    await recordLaunch({ ...ctx, toolUseId: 'tu1' }, { kind: 'run', platformId: 'run_ts4', planStep: null, status: 'running', priceEstimate: 4, webUrl: null });
-    await db().updateTable('resources').set({ details: JSON.stringify({}) }).where('platform_id', '=', 'run_ts4').execute();
+    await recordLaunch(ctx, { kind: 'run', platformId: 'run_ts4', planStep: null, status: 'running', priceEstimate: 4, webUrl: null });
     const row = await db().selectFrom('launch_authorizations').select('recorded_at').where('team_id', '=', 'TS4').executeTakeFirstOrThrow();
     expect(row.recorded_at).toBeInstanceOf(Date);
     expect(await spendingInPeriod(db(), 'TS4', 'UDAN', 7)).toEqual({ person: 4, workspace: 4 });
+  });
+});
+
+describe('migration 2026-12-08-002 (decisions marked recorded)', () => {
+  it('marks the decisions whose launch is already recorded, and leaves the ones still in flight', async () => {
+    const fresh = createDb(await createTestDatabase('spending_migration'), { max: 2 });
+    try {
+      const migrator = new Migrator({ db: fresh.db, provider: { getMigrations: async () => migrations } });
+      expect((await migrator.migrateTo('2026-12-08-001-resources-tool-call')).error).toBeUndefined();
+      const c = await fresh.db.insertInto('chats').values({ team_id: 'TM', channel_id: 'C1', thread_ts: '9.1', owner_user_id: 'UM' }).returning('id').executeTakeFirstOrThrow();
+      const tr = await fresh.db.insertInto('triggers').values({ team_id: 'TM', chat_id: c.id, kind: 'mention', dedupe_key: 'm', payload: '{}' }).returning('id').executeTakeFirstOrThrow();
+      const turn = await fresh.db.insertInto('turns').values({ team_id: 'TM', chat_id: c.id, trigger_id: tr.id, model: 'm', cost_usd: 0 }).returning('id').executeTakeFirstOrThrow();
+      for (const tool of ['recorded', 'in_flight']) {
+        await sql`insert into launch_authorizations (team_id, turn_id, tool_use_id, idempotency_key, credits, spender_user_id, chat_id) values ('TM', ${turn.id}, ${tool}, ${tool}, 3, 'UM', ${c.id})`.execute(fresh.db);
+      }
+      await fresh.db.insertInto('resources').values({ team_id: 'TM', chat_id: c.id, turn_id: turn.id, kind: 'run', platform_id: 'run_m', status: 'running', price_estimate: 3, details: JSON.stringify({ toolUseId: 'recorded' }) }).execute();
+      await migrateToLatest(fresh.db);
+      const rows = await fresh.db.selectFrom('launch_authorizations').select(['tool_use_id', 'recorded_at']).orderBy('tool_use_id').execute();
+      expect(rows.map((r) => [r.tool_use_id, r.recorded_at instanceof Date])).toEqual([['in_flight', false], ['recorded', true]]);
+      expect(await spendingInPeriod(fresh.db, 'TM', 'UM', 7)).toEqual({ person: 6, workspace: 6 });
+    } finally {
+      await fresh.close();
+    }
   });
 });
